@@ -1,0 +1,167 @@
+"""`AcpAgent`: the agent side of ACP. It maps each method to a handler and owns the sessions.
+
+It validates params with the pydantic models in `acp.schema` (a bad field becomes -32602 at the
+connection), records the client's capabilities from `initialize`, and hands prompts to the sessions.
+Capabilities are reported for what is implemented, nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from coder_agent import __version__
+from coder_agent.acp.client import AcpClient, Peer
+from coder_agent.acp.schema import (
+    PROTOCOL_VERSION,
+    AgentCapabilities,
+    AuthenticateRequest,
+    AuthMethod,
+    CancelNotification,
+    ClientCapabilities,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    SessionRequest,
+)
+from coder_agent.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from coder_agent.session import Session
+from coder_agent.turn import TurnRunner
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[dict[str, Any]]]
+
+ENV_AUTH_METHOD = AuthMethod(
+    id="env-api-key",
+    name="API key from the environment",
+    description=(
+        "Set CODER_AGENT_API_KEY (or your provider's usual variable, such as OPENAI_API_KEY or ANTHROPIC_API_KEY) "
+        "in the agent's environment, and the model with CODER_AGENT_MODEL or a config file; then retry."
+    ),
+)
+
+
+class AcpAgent:
+    """The agent's method table and session registry; a `rpc.Dispatcher`."""
+
+    def __init__(self, runner: TurnRunner) -> None:
+        self.runner = runner
+        self.peer: Peer | None = None
+        self.client_capabilities = ClientCapabilities()
+        self.client_info: Implementation | None = None
+        self.sessions: dict[str, Session] = {}
+        self._requests: dict[str, Handler] = {
+            "initialize": self.initialize,
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+        }
+
+    def bind(self, peer: Peer) -> None:
+        """Attach the connection the agent talks to the client through."""
+        self.peer = peer
+
+    # ---- Dispatcher -----------------------------------------------------------------------------
+
+    async def handle_request(self, method: str, params: Any) -> Any:
+        handler = self._requests.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        return await handler(params)
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        if method == "session/cancel":
+            request = CancelNotification.model_validate(params)
+            session = self.sessions.get(request.session_id)
+            if session is None:
+                log.warning("session/cancel for unknown session %s", request.session_id)
+            else:
+                session.cancel()
+        else:
+            log.debug("ignoring notification %s", method)
+
+    # ---- methods --------------------------------------------------------------------------------
+
+    async def initialize(self, params: Any) -> dict[str, Any]:
+        request = InitializeRequest.model_validate(params)
+        self.client_capabilities = request.client_capabilities
+        self.client_info = request.client_info
+        if request.client_info is not None:
+            log.info("client: %s %s", request.client_info.name, request.client_info.version)
+        response = InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            auth_methods=[ENV_AUTH_METHOD],
+            agent_info=Implementation(name="coder-agent", title="Coder Agent", version=__version__),
+        )
+        return response.wire()
+
+    async def authenticate(self, params: Any) -> dict[str, Any]:
+        request = AuthenticateRequest.model_validate(params)
+        if request.method_id != ENV_AUTH_METHOD.id:
+            raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
+        return {}
+
+    async def new_session(self, params: Any) -> dict[str, Any]:
+        request = NewSessionRequest.model_validate(params)
+        cwd = _absolute_dir("cwd", request.cwd)
+        extra = [_absolute_dir(f"additionalDirectories.{i}", d) for i, d in enumerate(request.additional_directories)]
+        session_id = f"sess_{uuid.uuid4().hex}"
+        assert self.peer is not None, "bind() the agent to a connection first"
+        session = Session(
+            id=session_id,
+            cwd=cwd,
+            client=AcpClient(self.peer, self.client_capabilities, session_id),
+            runner=self.runner,
+            additional_directories=extra,
+            mcp_servers=list(request.mcp_servers),
+        )
+        self.sessions[session_id] = session
+        log.info("session %s opened in %s", session_id, cwd)
+        return NewSessionResponse(session_id=session_id).wire()
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        request = PromptRequest.model_validate(params)
+        session = self._session(request)
+        stop_reason = await session.prompt(request.prompt)
+        return PromptResponse(stop_reason=stop_reason).wire()
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _session(self, request: SessionRequest) -> Session:
+        session = self.sessions.get(request.session_id)
+        if session is None:
+            raise ResourceNotFound(f"Session not found: {request.session_id}", {"sessionId": request.session_id})
+        return session
+
+    def cancel_all(self) -> None:
+        """Cancel every running turn (the client is going away)."""
+        for session in self.sessions.values():
+            session.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel every turn and close every session."""
+        sessions, self.sessions = list(self.sessions.values()), {}
+        async with anyio.create_task_group() as task_group:
+            for session in sessions:
+                task_group.start_soon(session.aclose)
+
+
+def _absolute_dir(field: str, value: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise InvalidParams(f"Invalid params: {field}: must be an absolute path, got {value!r}")
+    return path

@@ -1,0 +1,356 @@
+"""ACP v1 method params and results, and the `session/update` variants, as pydantic models.
+
+Only what coder-agent sends or reads is modelled; `tests/acp_schema/schema.json` is the truth these follow.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from coder_agent.acp.base import AcpModel
+from coder_agent.acp.content import ContentBlock, PlanEntry, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
+
+PROTOCOL_VERSION = 1
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+# ---- initialize ---------------------------------------------------------------------------------
+
+
+class Implementation(AcpModel):
+    name: str
+    title: str | None = None
+    version: str
+
+
+class FileSystemCapabilities(AcpModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ClientSessionCapabilities(AcpModel):
+    compaction: dict[str, Any] | None = None
+    notices: dict[str, Any] | None = None
+
+
+class ClientCapabilities(AcpModel):
+    fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
+    terminal: bool = False
+    session: ClientSessionCapabilities | None = None
+
+
+class InitializeRequest(AcpModel):
+    protocol_version: int
+    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    client_info: Implementation | None = None
+
+
+class PromptCapabilities(AcpModel):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+class McpCapabilities(AcpModel):
+    http: bool = False
+    sse: bool = False
+
+
+class SessionCapabilities(AcpModel):
+    list: dict[str, Any] | None = None
+    delete: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    additional_directories: dict[str, Any] | None = None
+
+
+class AgentCapabilities(AcpModel):
+    load_session: bool = False
+    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+
+
+class AuthMethod(AcpModel):
+    """An `agent` auth method: the client calls `authenticate` with its id."""
+
+    id: str
+    name: str
+    description: str | None = None
+
+
+class InitializeResponse(AcpModel):
+    protocol_version: int = PROTOCOL_VERSION
+    agent_capabilities: AgentCapabilities
+    auth_methods: list[AuthMethod] = Field(default_factory=list)
+    agent_info: Implementation
+
+
+class AuthenticateRequest(AcpModel):
+    method_id: str
+
+
+# ---- sessions -----------------------------------------------------------------------------------
+
+
+class EnvVariable(AcpModel):
+    name: str
+    value: str
+
+
+class HttpHeader(AcpModel):
+    name: str
+    value: str
+
+
+class McpServerStdio(AcpModel):
+    type: Literal["stdio"] = "stdio"
+    name: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: list[EnvVariable] = Field(default_factory=list)
+
+
+class McpServerHttp(AcpModel):
+    type: Literal["http"]
+    name: str
+    url: str
+    headers: list[HttpHeader] = Field(default_factory=list)
+
+
+class McpServerSse(AcpModel):
+    type: Literal["sse"]
+    name: str
+    url: str
+    headers: list[HttpHeader] = Field(default_factory=list)
+
+
+McpServer = Annotated[McpServerStdio | McpServerHttp | McpServerSse, Field(union_mode="left_to_right")]
+
+
+class NewSessionRequest(AcpModel):
+    cwd: str
+    mcp_servers: list[McpServer]
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class SessionMode(AcpModel):
+    id: str
+    name: str
+    description: str | None = None
+
+
+class SessionModeState(AcpModel):
+    current_mode_id: str
+    available_modes: list[SessionMode]
+
+
+class SelectOption(AcpModel):
+    value: str
+    name: str
+    description: str | None = None
+
+
+class SessionConfigOption(AcpModel):
+    """A select option (the only kind we offer: boolean ones need a client capability)."""
+
+    id: str
+    name: str
+    description: str | None = None
+    category: str | None = None
+    type: Literal["select"] = "select"
+    current_value: str
+    options: list[SelectOption]
+
+
+class NewSessionResponse(AcpModel):
+    session_id: str
+    modes: SessionModeState | None = None
+    config_options: list[SessionConfigOption] | None = None
+
+
+class SessionRequest(AcpModel):
+    """Any request that names a session."""
+
+    session_id: str
+
+
+class PromptRequest(SessionRequest):
+    prompt: list[ContentBlock]
+
+
+class PromptResponse(AcpModel):
+    stop_reason: StopReason
+
+
+class CancelNotification(SessionRequest):
+    pass
+
+
+class SetSessionModeRequest(SessionRequest):
+    mode_id: str
+
+
+class SetSessionConfigOptionRequest(SessionRequest):
+    config_id: str
+    value: str
+
+
+class SetSessionConfigOptionResponse(AcpModel):
+    config_options: list[SessionConfigOption]
+
+
+# ---- session/update -----------------------------------------------------------------------------
+
+
+class UserMessageChunk(AcpModel):
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class AgentMessageChunk(AcpModel):
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class AgentThoughtChunk(AcpModel):
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    content: ContentBlock
+    message_id: str | None = None
+
+
+class ToolCallStart(AcpModel):
+    session_update: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    title: str
+    kind: ToolKind = "other"
+    status: ToolCallStatus = "pending"
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class ToolCallUpdate(AcpModel):
+    """`tool_call_update`; also the `toolCall` of a permission request (without `sessionUpdate`)."""
+
+    session_update: Literal["tool_call_update"] = "tool_call_update"
+    tool_call_id: str
+    title: str | None = None
+    kind: ToolKind | None = None
+    status: ToolCallStatus | None = None
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class PlanUpdate(AcpModel):
+    session_update: Literal["plan"] = "plan"
+    entries: list[PlanEntry]
+
+
+class AvailableCommandInput(AcpModel):
+    hint: str
+
+
+class AvailableCommand(AcpModel):
+    name: str
+    description: str
+    input: AvailableCommandInput | None = None
+
+
+class AvailableCommandsUpdate(AcpModel):
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+    available_commands: list[AvailableCommand]
+
+
+class CurrentModeUpdate(AcpModel):
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+    current_mode_id: str
+
+
+class ConfigOptionUpdate(AcpModel):
+    session_update: Literal["config_option_update"] = "config_option_update"
+    config_options: list[SessionConfigOption]
+
+
+class SessionInfoUpdate(AcpModel):
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+
+
+class Cost(AcpModel):
+    amount: float
+    currency: str = "USD"
+
+
+class UsageUpdate(AcpModel):
+    session_update: Literal["usage_update"] = "usage_update"
+    used: int
+    size: int
+    cost: Cost | None = None
+
+
+class CompactionUpdate(AcpModel):
+    session_update: Literal["compaction_update"] = "compaction_update"
+    compaction_id: str
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+
+
+SessionUpdate = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallUpdate
+    | PlanUpdate
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+    | CompactionUpdate
+)
+
+# ---- agent -> client ----------------------------------------------------------------------------
+
+
+class PermissionOption(AcpModel):
+    option_id: str
+    name: str
+    kind: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+class PermissionOutcome(AcpModel):
+    outcome: Literal["selected", "cancelled"]
+    option_id: str | None = None
+
+
+class RequestPermissionResponse(AcpModel):
+    outcome: PermissionOutcome
+
+
+class ReadTextFileResponse(AcpModel):
+    content: str
+
+
+class CreateTerminalResponse(AcpModel):
+    terminal_id: str
+
+
+class TerminalExitStatus(AcpModel):
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+class TerminalOutputResponse(AcpModel):
+    output: str
+    truncated: bool = False
+    exit_status: TerminalExitStatus | None = None

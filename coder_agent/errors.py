@@ -1,0 +1,94 @@
+"""Errors that travel on the wire as JSON-RPC errors, and the codes ACP gives them.
+
+    RpcError                      code, message, data: what a response's `error` carries
+    ├── ParseError                -32700  the line is not JSON
+    ├── InvalidRequest            -32600  JSON, but not a JSON-RPC request
+    ├── MethodNotFound            -32601  unknown method (also unknown `_` extensions)
+    ├── InvalidParams             -32602  params that do not fit the method
+    ├── InternalError             -32603  our bug; the traceback goes to the log, never the wire
+    ├── AuthRequired              -32000  no usable model credentials
+    ├── ResourceNotFound          -32002  e.g. an unknown sessionId
+    ├── RequestCancelled          -32800  a request cancelled by `$/cancel_request` or shutdown
+    └── ClientError               the client answered one of our requests with an error
+        └── ClientTimeout         the client did not answer one of our requests in time
+
+Tool failures are not here: they become tool results the model reads, not protocol errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class RpcError(Exception):
+    """An error with a JSON-RPC code; raise it from a handler to answer with it."""
+
+    code: ClassVar[int] = -32603
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message = message or self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The `error` object of a JSON-RPC response."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(RpcError):
+    code = -32700
+    default_message = "Parse error"
+
+
+class InvalidRequest(RpcError):
+    code = -32600
+    default_message = "Invalid request"
+
+
+class MethodNotFound(RpcError):
+    code = -32601
+    default_message = "Method not found"
+
+
+class InvalidParams(RpcError):
+    code = -32602
+    default_message = "Invalid params"
+
+
+class InternalError(RpcError):
+    code = -32603
+    default_message = "Internal error"
+
+
+class AuthRequired(RpcError):
+    code = -32000
+    default_message = "Authentication required"
+
+
+class ResourceNotFound(RpcError):
+    code = -32002
+    default_message = "Resource not found"
+
+
+class RequestCancelled(RpcError):
+    code = -32800
+    default_message = "Request cancelled"
+
+
+class ClientError(RpcError):
+    """The client answered our request with an error; `code` is the client's, per instance."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message, data)
+        self.code = code  # type: ignore[misc]
+
+
+class ClientTimeout(ClientError):
+    """The client did not answer our request within its timeout."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(-32603, f"The client did not answer {method} within {timeout:g} s")

@@ -1,0 +1,5 @@
+"""JSON-RPC 2.0 over newline-delimited byte streams; knows nothing of ACP."""
+
+from coder_agent.rpc.connection import Connection, Dispatcher
+
+__all__ = ["Connection", "Dispatcher"]

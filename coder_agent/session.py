@@ -1,0 +1,80 @@
+"""A session: its working directories, its client, and its turns, at most one running at a time.
+
+A prompt that arrives while a turn runs waits for it (prompts are queued in arrival order, never
+rejected): editors such as Zed send `session/cancel` and then the next prompt at once, and the new prompt
+must not fail because the old turn is still winding down. `session/cancel` cancels the running turn and
+every prompt queued before it; each of those prompts answers `cancelled`, exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from coder_agent.acp.client import AcpClient
+from coder_agent.acp.content import ContentBlock
+from coder_agent.acp.schema import McpServer, StopReason
+from coder_agent.turn import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Session:
+    """One ACP session."""
+
+    id: str
+    cwd: Path
+    client: AcpClient
+    runner: TurnRunner
+    additional_directories: list[Path] = field(default_factory=list)
+    mcp_servers: list[McpServer] = field(default_factory=list)
+    _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _turn_scope: anyio.CancelScope | None = None
+    _cancels: int = 0
+    _closed: bool = False
+
+    @property
+    def roots(self) -> list[Path]:
+        """The directories tools may work in without asking: cwd first."""
+        return [self.cwd, *self.additional_directories]
+
+    @property
+    def busy(self) -> bool:
+        return self._turn_scope is not None
+
+    async def prompt(self, blocks: Sequence[ContentBlock]) -> StopReason:
+        """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
+        cancels_at_arrival = self._cancels
+        async with self._turn_lock:
+            if self._closed or self._cancels != cancels_at_arrival:
+                return "cancelled"
+            scope = anyio.CancelScope()
+            self._turn_scope = scope
+            stop_reason: StopReason = "cancelled"
+            try:
+                with scope:
+                    stop_reason = await self.runner.run_turn(self, blocks)
+            finally:
+                self._turn_scope = None
+            if scope.cancelled_caught or scope.cancel_called:
+                return "cancelled"
+            return stop_reason
+
+    def cancel(self) -> None:
+        """Cancel the running turn and the prompts queued behind it."""
+        self._cancels += 1
+        if self._turn_scope is not None:
+            log.info("session %s: cancelling the running turn", self.id)
+            self._turn_scope.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel all work and free what the session holds."""
+        self._closed = True
+        self.cancel()
+        async with self._turn_lock:
+            pass

@@ -1,0 +1,34 @@
+"""The seam between a session and whatever answers its prompts: the `TurnRunner` protocol.
+
+A runner gets the session and the prompt's content blocks, streams its progress to the client through
+`session.client`, and returns the turn's stop reason. Cancellation arrives as anyio cancellation of the
+task running the turn; the session turns that into the `cancelled` stop reason, so a runner only has to
+clean up (in `finally` blocks, shielded where it must still talk to the client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from coder_agent.acp.content import ContentBlock, TextContent
+from coder_agent.acp.schema import AgentMessageChunk, StopReason
+
+if TYPE_CHECKING:
+    from coder_agent.session import Session
+
+
+class TurnRunner(Protocol):
+    """Runs one prompt turn of a session."""
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason: ...
+
+
+class EchoTurnRunner:
+    """A runner with no model: it says what it received. Useful to check an editor's wiring."""
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        texts = [block.text for block in prompt if isinstance(block, TextContent)]
+        reply = "coder-agent received: " + (" ".join(texts) or f"{len(prompt)} content block(s)")
+        await session.client.update(AgentMessageChunk(content=TextContent(text=reply)))
+        return "end_turn"
