@@ -67,7 +67,6 @@ async def run(args: argparse.Namespace) -> None:
     """Serve ACP on the claimed stdio until EOF or a termination signal."""
     from coder_agent.server import serve
     from coder_agent.stdio import FdReceiveStream, FdSendStream, claim_stdio
-    from coder_agent.turn import EchoTurnRunner
 
     fds = claim_stdio()
     async with anyio.create_task_group() as task_group:
@@ -80,7 +79,7 @@ async def run(args: argparse.Namespace) -> None:
                     return
 
         task_group.start_soon(stop_on_signal)
-        await serve(FdReceiveStream(fds.read_fd), FdSendStream(fds.write_fd), EchoTurnRunner())
+        await serve(FdReceiveStream(fds.read_fd), FdSendStream(fds.write_fd))
         task_group.cancel_scope.cancel()
 
 

@@ -1,30 +1,45 @@
-"""Run the agent on a pair of byte streams: the connection, the agent, and an orderly shutdown."""
+"""Run the agent on a pair of byte streams: the connection, the agent behind it, and an orderly shutdown."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
-from coder_agent.acp.agent import AcpAgent
+from coder_agent.acp.front import AgentFront
 from coder_agent.rpc.connection import Connection
 from coder_agent.rpc.framing import ByteSink, ByteSource
-from coder_agent.turn import TurnRunner
+
+if TYPE_CHECKING:
+    from coder_agent.acp.agent import AcpAgent
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE = 1.5
 
 
-async def serve(receive: ByteSource, send: ByteSink, runner: TurnRunner) -> None:
+def build_default_agent() -> AcpAgent:
+    """The agent with its default turn runner (imports pydantic and the models: call it off the loop)."""
+    from coder_agent.acp.agent import AcpAgent
+    from coder_agent.turn import EchoTurnRunner
+
+    return AcpAgent(EchoTurnRunner())
+
+
+async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], AcpAgent] = build_default_agent) -> None:
     """Serve ACP until the input ends or the task is cancelled, then close every session."""
-    agent = AcpAgent(runner)
-    connection = Connection(receive, send, agent)
-    agent.bind(connection)
-    try:
-        await connection.serve(on_input_closed=agent.cancel_all)
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_GRACE) as grace:
-            await agent.aclose()
-        if grace.cancelled_caught:
-            log.warning("sessions did not close within %.1f s", SHUTDOWN_GRACE)
+    front = AgentFront(build_agent)
+    connection = Connection(receive, send, front)
+    front.bind(connection)
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(front.load)
+        try:
+            await connection.serve(on_input_closed=front.cancel_all)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_GRACE) as grace:
+                await front.aclose()
+            if grace.cancelled_caught:
+                log.warning("sessions did not close within %.1f s", SHUTDOWN_GRACE)
+            task_group.cancel_scope.cancel()

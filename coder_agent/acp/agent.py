@@ -1,8 +1,8 @@
-"""`AcpAgent`: the agent side of ACP. It maps each method to a handler and owns the sessions.
+"""`AcpAgent`: the agent side of ACP after `initialize`. It maps each method to a handler and owns the sessions.
 
 It validates params with the pydantic models in `acp.schema` (a bad field becomes -32602 at the
-connection), records the client's capabilities from `initialize`, and hands prompts to the sessions.
-Capabilities are reported for what is implemented, nothing more.
+connection), keeps the client's capabilities from `initialize` (answered by `acp.handshake`), and hands
+prompts to the sessions.
 """
 
 from __future__ import annotations
@@ -15,21 +15,14 @@ from typing import Any
 
 import anyio
 
-from coder_agent import __version__
+from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
 from coder_agent.acp.schema import (
-    PROTOCOL_VERSION,
-    AgentCapabilities,
     AuthenticateRequest,
-    AuthMethod,
     CancelNotification,
     ClientCapabilities,
-    Implementation,
-    InitializeRequest,
-    InitializeResponse,
     NewSessionRequest,
     NewSessionResponse,
-    PromptCapabilities,
     PromptRequest,
     PromptResponse,
     SessionRequest,
@@ -42,15 +35,6 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[dict[str, Any]]]
 
-ENV_AUTH_METHOD = AuthMethod(
-    id="env-api-key",
-    name="API key from the environment",
-    description=(
-        "Set CODER_AGENT_API_KEY (or your provider's usual variable, such as OPENAI_API_KEY or ANTHROPIC_API_KEY) "
-        "in the agent's environment, and the model with CODER_AGENT_MODEL or a config file; then retry."
-    ),
-)
-
 
 class AcpAgent:
     """The agent's method table and session registry; a `rpc.Dispatcher`."""
@@ -59,10 +43,8 @@ class AcpAgent:
         self.runner = runner
         self.peer: Peer | None = None
         self.client_capabilities = ClientCapabilities()
-        self.client_info: Implementation | None = None
         self.sessions: dict[str, Session] = {}
         self._requests: dict[str, Handler] = {
-            "initialize": self.initialize,
             "authenticate": self.authenticate,
             "session/new": self.new_session,
             "session/prompt": self.prompt,
@@ -93,25 +75,17 @@ class AcpAgent:
 
     # ---- methods --------------------------------------------------------------------------------
 
-    async def initialize(self, params: Any) -> dict[str, Any]:
-        request = InitializeRequest.model_validate(params)
-        self.client_capabilities = request.client_capabilities
-        self.client_info = request.client_info
-        if request.client_info is not None:
-            log.info("client: %s %s", request.client_info.name, request.client_info.version)
-        response = InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
-            ),
-            auth_methods=[ENV_AUTH_METHOD],
-            agent_info=Implementation(name="coder-agent", title="Coder Agent", version=__version__),
-        )
-        return response.wire()
+    def set_client_capabilities(self, raw: dict[str, Any]) -> None:
+        """Record what the client advertised in `initialize`; a malformed part counts as not advertised."""
+        try:
+            self.client_capabilities = ClientCapabilities.model_validate(raw)
+        except ValueError:
+            log.warning("malformed clientCapabilities; treating them as empty")
+            self.client_capabilities = ClientCapabilities()
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
         request = AuthenticateRequest.model_validate(params)
-        if request.method_id != ENV_AUTH_METHOD.id:
+        if request.method_id != handshake.ENV_AUTH_METHOD["id"]:
             raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
         return {}
 

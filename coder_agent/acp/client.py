@@ -135,4 +135,3 @@ class AcpClient:
 
     async def release_terminal(self, terminal_id: str) -> None:
         await self._call("terminal/release", {"terminalId": terminal_id}, TERMINAL_TIMEOUT)
-

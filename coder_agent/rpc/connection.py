@@ -17,13 +17,13 @@ import itertools
 import json
 import logging
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import ValidationError
 
 from coder_agent.errors import (
     ClientError,
@@ -65,8 +65,14 @@ class _Outgoing:
     error: Mapping[str, Any] | None = None
 
 
-def describe_validation_error(exc: ValidationError) -> InvalidParams:
-    """An InvalidParams naming each bad field and what is wrong with it, without the input values."""
+def as_invalid_params(exc: Exception) -> InvalidParams | None:
+    """A pydantic ValidationError as InvalidParams naming each bad field (never its value); else None.
+
+    pydantic is looked up, not imported: if it is not loaded yet, nothing could have raised its errors.
+    """
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+        return None
     problems = []
     for error in exc.errors(include_url=False, include_input=False):
         where = ".".join(str(part) for part in error["loc"]) or "params"
@@ -103,6 +109,7 @@ class Connection:
         self._outgoing: dict[int, _Outgoing] = {}
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
         self._task_group: TaskGroup | None = None
+        self._drained: anyio.Event | None = None  # set when the last running request ends, at shutdown
         self._closed = False
 
     @property
@@ -126,9 +133,10 @@ class Connection:
                 log.info("input closed; shutting the connection down")
                 if on_input_closed is not None:
                     on_input_closed()
-                with anyio.move_on_after(drain):
-                    while self._incoming:
-                        await anyio.sleep(0.01)
+                if self._incoming:
+                    self._drained = anyio.Event()
+                    with anyio.move_on_after(drain):
+                        await self._drained.wait()
                 task_group.cancel_scope.cancel()
         finally:
             self._closed = True
@@ -262,15 +270,17 @@ class Connection:
                     response = {"jsonrpc": "2.0", "id": request_id, "result": result}
                 except RpcError as exc:
                     response = self._error_response(request_id, exc)
-                except ValidationError as exc:
-                    response = self._error_response(request_id, describe_validation_error(exc))
-                except Exception:
-                    log.exception("request %s (id %r) failed", method, request_id)
-                    response = self._error_response(request_id, InternalError())
+                except Exception as exc:
+                    invalid = as_invalid_params(exc)
+                    if invalid is None:
+                        log.exception("request %s (id %r) failed", method, request_id)
+                    response = self._error_response(request_id, invalid or InternalError())
             if scope.cancelled_caught:
                 response = self._error_response(request_id, RequestCancelled())
         finally:
             self._incoming.pop(request_id, None)
+            if not self._incoming and self._drained is not None:
+                self._drained.set()
         if response is not None:
             await self._write_quietly(response)
 

@@ -26,9 +26,7 @@ class FrameTooLarge(Exception):
     """A frame grew past the size limit; the rest of it, up to the next newline, was skipped."""
 
 
-async def read_frames(
-    stream: ByteSource, max_bytes: int = MAX_FRAME_BYTES
-) -> AsyncIterator[bytes | FrameTooLarge]:
+async def read_frames(stream: ByteSource, max_bytes: int = MAX_FRAME_BYTES) -> AsyncIterator[bytes | FrameTooLarge]:
     """Yield each non-blank line (without its newline) until EOF; an oversized line yields FrameTooLarge."""
     buffer = bytearray()
     skipping = False

@@ -1,0 +1,59 @@
+"""`initialize`, answered from plain dicts so the editor gets its answer before pydantic is even imported.
+
+This is the one method on the startup path: the rest of the agent (pydantic models, sessions, the model
+library) loads in the background while the editor reads this answer. `InitializeResponse` in
+`acp.schema` models the same message, and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coder_agent import __version__
+from coder_agent.errors import InvalidParams
+
+PROTOCOL_VERSION = 1
+
+AGENT_INFO = {"name": "coder-agent", "title": "Coder Agent", "version": __version__}
+
+ENV_AUTH_METHOD = {
+    "id": "env-api-key",
+    "name": "API key from the environment",
+    "description": (
+        "Set CODER_AGENT_API_KEY (or your provider's usual variable, such as OPENAI_API_KEY or ANTHROPIC_API_KEY) "
+        "in the agent's environment, and the model with CODER_AGENT_MODEL or a config file; then retry."
+    ),
+}
+
+
+def agent_capabilities() -> dict[str, Any]:
+    """What this agent implements, and nothing more."""
+    return {
+        "loadSession": False,
+        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "mcpCapabilities": {"http": False, "sse": False},
+        "sessionCapabilities": {},
+    }
+
+
+def initialize(params: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Check `initialize` params; return the result and the client's capabilities (raw JSON)."""
+    if not isinstance(params, dict):
+        raise InvalidParams("Invalid params: params: Input should be an object", _errors("params", "object"))
+    version = params.get("protocolVersion")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidParams(
+            "Invalid params: protocolVersion: Input should be an integer", _errors("protocolVersion", "integer")
+        )
+    capabilities = params.get("clientCapabilities")
+    result = {
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": agent_capabilities(),
+        "authMethods": [ENV_AUTH_METHOD],
+        "agentInfo": AGENT_INFO,
+    }
+    return result, capabilities if isinstance(capabilities, dict) else {}
+
+
+def _errors(field: str, kind: str) -> dict[str, Any]:
+    return {"errors": [{"field": field, "message": f"Input should be an {kind}"}]}

@@ -1,0 +1,295 @@
+"""ACP wire conformance: validate every JSON-RPC message a test sends or receives against the official ACP schema.
+
+This module owns the test-side reading of ``tests/acp_schema/schema.json`` (ACP protocol v1, JSON Schema draft
+2020-12, copied unchanged from ``@agentclientprotocol/sdk``; see ``tests/acp_schema/SOURCE.md``). The schema's root
+``anyOf`` accepts almost anything, so the precise check is per method: every ``$defs`` entry that is a method's params
+or result carries ``x-method`` (the wire name) and ``x-side`` (who handles it: ``agent``, ``client`` or ``protocol``
+for ``$/cancel_request``). From those we build a ``(side, kind, method) -> def`` table once.
+
+* :func:`load_schema` - the parsed schema, cached.
+* :func:`method_table` - ``(x-side, kind, method) -> def name``, kind being ``Request``/``Response``/``Notification``.
+* :func:`validate` - validate one instance against one ``$defs`` entry, raising ``AssertionError``.
+* :class:`Conformance` - a stateful checker for one connection: JSON-RPC envelope, per-method params, and responses
+  matched to their request by id (per direction) so ``result`` is checked against the right ``...Response`` def.
+
+Strictness: agent→client traffic is always strict (it is what the agent under test produced), including rejecting
+non-extension methods the client could not know. Client→agent traffic is strict by default, tolerates unknown
+methods (the agent must answer those with -32601), and can be made lenient with ``strict=False`` for fuzz tests that
+send deliberately broken frames: then request ids are only recorded so the agent's answers can still be matched.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any, Final, Literal, TypeGuard
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+__all__ = ["SCHEMA_PATH", "Conformance", "def_for", "load_schema", "method_table", "validate"]
+
+SCHEMA_PATH: Final = Path(__file__).resolve().parent.parent / "acp_schema" / "schema.json"
+
+Side = Literal["agent", "client"]
+Kind = Literal["Request", "Response", "Notification"]
+
+_KINDS: Final[tuple[Kind, ...]] = ("Request", "Response", "Notification")
+_REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+_NOTIFICATION_KEYS: Final = frozenset({"jsonrpc", "method", "params"})
+_RESPONSE_KEYS: Final = frozenset({"jsonrpc", "id", "result", "error"})
+_MAX_SHOWN: Final = 500
+
+RequestId = str | int
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    """The parsed ACP schema (cached; treat as read-only)."""
+    with SCHEMA_PATH.open(encoding="utf-8") as f:
+        schema: dict[str, Any] = json.load(f)
+    return schema
+
+
+@cache
+def method_table() -> dict[tuple[str, Kind, str], str]:
+    """``(x-side, kind, method) -> def name`` for every ``$defs`` entry carrying ``x-method``, built once."""
+    table: dict[tuple[str, Kind, str], str] = {}
+    for name, definition in load_schema()["$defs"].items():
+        method = definition.get("x-method")
+        if method is None:
+            continue
+        kind = next((k for k in _KINDS if name.endswith(k)), None)
+        if kind is None:
+            raise RuntimeError(f"schema def {name} has x-method {method!r} but no Request/Response/Notification suffix")
+        key = (definition["x-side"], kind, method)
+        if key in table:
+            raise RuntimeError(f"schema defs {table[key]} and {name} both claim {key}")
+        table[key] = name
+    return table
+
+
+def def_for(method: str, handler: Side, kind: Kind) -> str | None:
+    """The def for ``method`` of ``kind`` when handled by ``handler`` (``protocol`` methods match either side)."""
+    table = method_table()
+    return table.get((handler, kind, method)) or table.get(("protocol", kind, method))
+
+
+@cache
+def _validator(def_name: str) -> Draft202012Validator:
+    defs = load_schema()["$defs"]
+    if def_name not in defs:
+        raise KeyError(f"no $defs entry named {def_name!r} in {SCHEMA_PATH.name}")
+    return Draft202012Validator({"$ref": f"#/$defs/{def_name}", "$defs": defs})
+
+
+def _show(msg: object) -> str:
+    try:
+        text = json.dumps(msg, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):  # circular structures and the like
+        text = repr(msg)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _is_discriminator_miss(error: ValidationError) -> bool:
+    """True when a oneOf/anyOf branch failed on what selects it: a tag's const/enum, or the value's own type."""
+    depth = len(error.relative_path)
+    return (error.validator in ("const", "enum") and depth <= 1) or (error.validator == "type" and depth == 0)
+
+
+def _explain(error: ValidationError) -> tuple[str, str]:
+    """JSON path and message for ``error``, looking inside oneOf/anyOf for the branch the instance was meant for."""
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        branches: dict[Any, list[ValidationError]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        plausible = [errs for errs in branches.values() if not any(_is_discriminator_miss(e) for e in errs)]
+        if len(plausible) == 1:  # e.g. the SessionUpdate variant whose "sessionUpdate" tag matched
+            error = best_match(plausible[0]) or error
+            continue
+        tags = [e for e in error.context if e.validator in ("const", "enum") and len(e.relative_path) <= 1]
+        tagged = {e.relative_schema_path[0] for e in tags}
+        if not plausible and tagged == branches.keys():  # every variant is tagged and none matched: list the tags
+            allowed: list[Any] = []
+            for tag in tags:
+                values = [tag.validator_value] if tag.validator == "const" else list(tag.validator_value)
+                allowed += [v for v in values if v not in allowed]
+            return tags[0].json_path, f"{tags[0].instance!r} is not one of {allowed}"
+        break
+    return error.json_path, error.message
+
+
+def _check_def(def_name: str, instance: object, *, what: str, path: str, msg: object) -> None:
+    error = best_match(_validator(def_name).iter_errors(instance))
+    if error is None:
+        return
+    json_path, problem = _explain(error)
+    where = path + json_path[1:]  # json_path is relative to `instance` and starts with "$"
+    raise AssertionError(
+        f"ACP conformance: {what} does not match {def_name}\n  at {where}: {problem}\n  message: {_show(msg)}"
+    )
+
+
+def validate(def_name: str, instance: object) -> None:
+    """Validate ``instance`` against ``$defs[def_name]``; raise ``AssertionError`` naming the failing JSON path."""
+    _check_def(def_name, instance, what=def_name, path="$", msg=instance)
+
+
+def _is_request_id(value: object) -> TypeGuard[RequestId]:
+    """A usable request id: a string or an integer (JSON-RPC discourages null, and the schema has no floats)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class Conformance:
+    """Checks one ACP connection's traffic, in order, in both directions.
+
+    Feed every frame as it crosses the wire (already ``json.loads``-ed): :meth:`check_client_to_agent` for what the
+    test client writes to the agent's stdin, :meth:`check_agent_to_client` for what the agent writes to stdout.
+    Each raises ``AssertionError`` on the first violation. Outstanding requests are tracked per direction so each
+    response is validated against the ``...Response`` def of the method it answers.
+    """
+
+    def __init__(self) -> None:
+        # id -> methods awaiting an answer, oldest first (a list only so lenient mode can survive duplicate ids:
+        # an error answer is taken to reject the newest of them, a result to answer the oldest);
+        # the method is None when it is unknown to the schema (extension or garbage): answers get envelope checks only.
+        self._to_agent: dict[RequestId, list[str | None]] = {}  # sent by the client, the agent must answer
+        self._to_client: dict[RequestId, list[str | None]] = {}  # sent by the agent, the client must answer
+
+    @property
+    def pending_agent_answers(self) -> dict[RequestId, str | None]:
+        """Client requests the agent has not answered yet: id -> method (None if unknown to the schema)."""
+        return {rid: methods[0] for rid, methods in self._to_agent.items()}
+
+    @property
+    def pending_client_answers(self) -> dict[RequestId, str | None]:
+        """Agent requests the client has not answered yet: id -> method."""
+        return {rid: methods[0] for rid, methods in self._to_client.items()}
+
+    def check_client_to_agent(self, msg: object, strict: bool = True) -> None:
+        """Check a frame the client sends. ``strict=False`` (fuzzing) only records request ids, never raises."""
+        if strict:
+            self._check(msg, sender="client")
+        else:
+            self._record_leniently(msg)
+
+    def check_agent_to_client(self, msg: object) -> None:
+        """Check a frame the agent sends; always strict."""
+        self._check(msg, sender="agent")
+
+    # -- internals ---------------------------------------------------------------------------------------------------
+
+    def _record_leniently(self, msg: object) -> None:
+        # Mirror how a JSON-RPC peer reads a frame, so every answer the agent owes is expected: a frame with "method"
+        # is a call; one with "result"/"error" is a response; anything else with a usable id gets an error back.
+        # Unusable ids (null, floats, objects, ...) are not recorded: the agent can only answer those with id null.
+        if not isinstance(msg, dict):
+            return
+        rid = msg.get("id")
+        if "method" in msg:
+            method = msg["method"]
+            known = isinstance(method, str) and def_for(method, "agent", "Request") is not None
+            if _is_request_id(rid):
+                self._to_agent.setdefault(rid, []).append(method if known else None)
+        elif "result" in msg or "error" in msg:
+            self._take(self._to_client, rid, newest=False)  # the client answering an agent request, however badly
+        elif _is_request_id(rid):
+            self._to_agent.setdefault(rid, []).append(None)
+
+    @staticmethod
+    def _take(pending: dict[Any, list[str | None]], rid: object, *, newest: bool) -> tuple[bool, str | None]:
+        """Pop the request ``rid`` answers; ``newest`` picks the latest of duplicate ids (the one rejected at once)."""
+        try:
+            methods = pending.get(rid)
+        except TypeError:  # unhashable ids are never pending
+            return False, None
+        if not methods:
+            return False, None
+        method = methods.pop(-1 if newest else 0)
+        if not methods:
+            del pending[rid]
+        return True, method
+
+    def _check(self, msg: object, *, sender: Side) -> None:
+        handler: Side = "agent" if sender == "client" else "client"
+        where = f"{sender}→{handler}"
+        if not isinstance(msg, dict):
+            raise _violation(where, f"a JSON-RPC message must be an object, got {type(msg).__name__}", msg)
+        if msg.get("jsonrpc") != "2.0":
+            raise _violation(where, f'"jsonrpc" must be "2.0", got {msg.get("jsonrpc")!r}', msg)
+        if "method" in msg:
+            self._check_call(msg, sender, handler, where)
+        else:
+            self._check_response(msg, sender, handler, where)
+
+    def _check_call(self, msg: dict[str, Any], sender: Side, handler: Side, where: str) -> None:
+        method = msg["method"]
+        is_request = "id" in msg
+        kind: Kind = "Request" if is_request else "Notification"
+        label = f"{method} {kind.lower()}"
+        if not isinstance(method, str) or not method:
+            raise _violation(where, f'"method" must be a non-empty string, got {method!r}', msg)
+        if extra := sorted(set(msg) - (_REQUEST_KEYS if is_request else _NOTIFICATION_KEYS)):
+            raise _violation(where, f"{label} has unexpected top-level members {extra}", msg)
+        params = msg.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            raise _violation(where, f'{label}: "params" must be an object or array, got {type(params).__name__}', msg)
+        if is_request and not _is_request_id(msg["id"]):
+            # JSON-RPC discourages null request ids, and a null-id answer is reserved for unreadable frames.
+            raise _violation(where, f'{label}: "id" must be a string or integer, got {msg["id"]!r}', msg)
+
+        def_name = def_for(method, handler, kind)
+        if def_name is not None:
+            # Absent/null params are checked as {} so the def's required members still apply.
+            instance = {} if params is None else params
+            _check_def(def_name, instance, what=f"{where} {label} params", path="$.params", msg=msg)
+        else:
+            other: Kind = "Notification" if is_request else "Request"
+            if def_for(method, handler, other) is not None:
+                raise _violation(
+                    where, f"{method} is a {other.lower()} for the {handler}, sent as a {kind.lower()}", msg
+                )
+            if sender == "agent" and not method.startswith("_"):
+                problem = f"{method!r} is neither an ACP {kind.lower()} the client handles nor a _extension method"
+                raise _violation(where, problem, msg)
+
+        if is_request:
+            pending = self._to_agent if sender == "client" else self._to_client
+            rid = msg["id"]
+            if rid in pending:
+                raise _violation(where, f"{label} reuses id {rid!r} while it is still awaiting an answer", msg)
+            pending[rid] = [method if def_name is not None else None]
+
+    def _check_response(self, msg: dict[str, Any], sender: Side, handler: Side, where: str) -> None:
+        if "id" not in msg:
+            raise _violation(where, 'a message without "method" is a response and needs an "id"', msg)
+        if extra := sorted(set(msg) - _RESPONSE_KEYS):
+            raise _violation(where, f"response has unexpected top-level members {extra}", msg)
+        has_result, has_error = "result" in msg, "error" in msg
+        if has_result == has_error:
+            raise _violation(where, 'a response must have exactly one of "result" and "error"', msg)
+        rid = msg["id"]
+        if rid is not None and not _is_request_id(rid):
+            raise _violation(where, f'response "id" must be a string, integer or null, got {rid!r}', msg)
+
+        method: str | None = None
+        if rid is None:
+            # Only the answer to a frame whose id could not be read (parse error, invalid request) has a null id.
+            if has_result:
+                raise _violation(where, 'a response with "id": null must carry an "error", not a "result"', msg)
+        else:
+            # The sender answers requests it handles: the agent answers the client's requests and vice versa.
+            found, method = self._take(self._to_agent if sender == "agent" else self._to_client, rid, newest=has_error)
+            if not found:
+                raise _violation(where, f"response to id {rid!r}: no outstanding request from the {handler}", msg)
+
+        if has_error:
+            what = f"{where} error response" + (f" to {method}" if method else "")
+            _check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
+        elif method is not None and (def_name := def_for(method, sender, "Response")) is not None:
+            _check_def(def_name, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
+
+
+def _violation(where: str, problem: str, msg: object) -> AssertionError:
+    return AssertionError(f"ACP conformance ({where}): {problem}\n  message: {_show(msg)}")

@@ -1,0 +1,259 @@
+"""Tests for the ACP wire-conformance helper in tests/support/conformance.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from tests.support.conformance import Conformance, def_for, load_schema, method_table, validate
+
+SESSION = "sess-1"
+
+
+def _request(rid: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def _result(rid: int | str | None, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def _error(rid: int | str | None, code: int = -32601, message: str = "Method not found") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def _update(update: dict[str, Any]) -> dict[str, Any]:
+    return _notification("session/update", {"sessionId": SESSION, "update": update})
+
+
+def _prompting() -> Conformance:
+    """A checker that has seen a client `session/prompt` request with id 2."""
+    conf = Conformance()
+    conf.check_client_to_agent(_request(2, "session/prompt", {"sessionId": SESSION, "prompt": []}))
+    return conf
+
+
+# -- the schema and the tables derived from it ----------------------------------------------------------------------
+
+
+def test_vendored_schema_is_a_valid_draft_2020_12_schema() -> None:
+    Draft202012Validator.check_schema(load_schema())
+
+
+def test_method_table_pairs_requests_with_responses_per_side() -> None:
+    table = method_table()
+    assert def_for("session/update", "client", "Notification") == "SessionNotification"
+    assert def_for("session/cancel", "agent", "Notification") == "CancelNotification"
+    assert def_for("$/cancel_request", "agent", "Notification") == "CancelRequestNotification"
+    assert def_for("$/cancel_request", "client", "Notification") == "CancelRequestNotification"
+    assert def_for("fs/read_text_file", "client", "Request") == "ReadTextFileRequest"
+    assert def_for("fs/read_text_file", "agent", "Request") is None
+    assert def_for("session/prompt", "agent", "Response") == "PromptResponse"
+    requests = {(side, method) for side, kind, method in table if kind == "Request"}
+    responses = {(side, method) for side, kind, method in table if kind == "Response"}
+    assert requests == responses
+    assert ("agent", "initialize") in requests
+    assert ("client", "session/request_permission") in requests
+
+
+def test_validate_reports_def_and_path() -> None:
+    validate("PromptResponse", {"stopReason": "end_turn"})
+    with pytest.raises(AssertionError, match=r"PromptResponse[\s\S]*\$\.stopReason"):
+        validate("PromptResponse", {"stopReason": "done"})
+    with pytest.raises(KeyError, match="NoSuchDef"):
+        validate("NoSuchDef", {})
+
+
+# -- client → agent and the agent's answers -------------------------------------------------------------------------
+
+
+def test_initialize_round_trip_passes() -> None:
+    conf = Conformance()
+    conf.check_client_to_agent(
+        _request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                "clientInfo": {"name": "test-client", "version": "0.0.1"},
+            },
+        )
+    )
+    assert conf.pending_agent_answers == {0: "initialize"}
+    conf.check_agent_to_client(
+        _result(
+            0,
+            {
+                "protocolVersion": 1,
+                "agentCapabilities": {"loadSession": True, "promptCapabilities": {"image": False}},
+                "agentInfo": {"name": "coder-agent", "version": "0.1.0"},
+                "authMethods": [],
+            },
+        )
+    )
+    assert conf.pending_agent_answers == {}
+
+
+def test_initialize_request_without_protocol_version_fails() -> None:
+    with pytest.raises(AssertionError, match=r"initialize request params does not match InitializeRequest"):
+        Conformance().check_client_to_agent(_request(0, "initialize", {"clientCapabilities": {}}))
+
+
+def test_agent_message_chunk_passes_and_bogus_session_update_fails() -> None:
+    conf = Conformance()
+    conf.check_agent_to_client(
+        _update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+    )
+    with pytest.raises(AssertionError) as info:
+        conf.check_agent_to_client(_update({"sessionUpdate": "bogus", "content": {"type": "text", "text": "hi"}}))
+    text = str(info.value)
+    assert "session/update" in text
+    assert "SessionNotification" in text
+    assert (
+        "at $.params.update.sessionUpdate: 'bogus' is not one of ['user_message_chunk', 'agent_message_chunk'" in text
+    )
+    assert '"bogus"' in text  # the offending message is shown
+
+
+def test_current_mode_update_requires_current_mode_id() -> None:
+    conf = Conformance()
+    conf.check_agent_to_client(_update({"sessionUpdate": "current_mode_update", "currentModeId": "code"}))
+    with pytest.raises(AssertionError, match=r"\$\.params\.update: 'currentModeId' is a required property"):
+        conf.check_agent_to_client(_update({"sessionUpdate": "current_mode_update"}))
+
+
+def test_prompt_response_with_unknown_stop_reason_fails() -> None:
+    expected = r"session/prompt result does not match PromptResponse\n  at \$\.result\.stopReason: 'done' is not one of"
+    with pytest.raises(AssertionError, match=expected):
+        _prompting().check_agent_to_client(_result(2, {"stopReason": "done"}))
+
+
+def test_prompt_response_with_known_stop_reason_passes() -> None:
+    conf = _prompting()
+    conf.check_agent_to_client(_result(2, {"stopReason": "end_turn"}))
+    with pytest.raises(AssertionError, match="no outstanding request"):  # answered twice
+        conf.check_agent_to_client(_result(2, {"stopReason": "end_turn"}))
+
+
+def test_error_response_passes() -> None:
+    conf = _prompting()
+    conf.check_agent_to_client(_error(2, -32603, "Internal error"))
+    assert conf.pending_agent_answers == {}
+
+
+@pytest.mark.parametrize(
+    ("error", "where"),
+    [({"code": "oops", "message": "x"}, r"\$\.error\.code"), ({"code": -32603}, r"\$\.error: 'message' is a required")],
+)
+def test_malformed_error_object_fails(error: dict[str, Any], where: str) -> None:
+    with pytest.raises(AssertionError, match=rf"error response to session/prompt does not match Error\n  at {where}"):
+        _prompting().check_agent_to_client({"jsonrpc": "2.0", "id": 2, "error": error})
+
+
+def test_response_with_both_result_and_error_fails() -> None:
+    both = {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}, "error": {"code": -1, "message": "x"}}
+    with pytest.raises(AssertionError, match="exactly one of"):
+        _prompting().check_agent_to_client(both)
+
+
+@pytest.mark.parametrize(
+    ("msg", "problem"),
+    [
+        ({"id": 2, "result": {"stopReason": "end_turn"}}, '"jsonrpc" must be "2.0"'),
+        ({"jsonrpc": "2.0", "result": {"stopReason": "end_turn"}}, 'needs an "id"'),
+        ({"jsonrpc": "2.0", "id": 2}, "exactly one of"),
+        (_result(99, {}), "no outstanding request"),
+        (_result(None, {}), '"id": null must carry an "error"'),
+        (["not", "an", "object"], "must be an object"),
+    ],
+)
+def test_broken_agent_envelopes_fail(msg: Any, problem: str) -> None:
+    with pytest.raises(AssertionError, match=problem):
+        _prompting().check_agent_to_client(msg)
+
+
+def test_null_id_error_answers_an_unreadable_frame() -> None:
+    Conformance().check_agent_to_client(_error(None, -32700, "Parse error"))
+
+
+def test_client_notifications_are_checked() -> None:
+    conf = _prompting()
+    conf.check_client_to_agent(_notification("session/cancel", {"sessionId": SESSION}))
+    conf.check_client_to_agent(_notification("$/cancel_request", {"requestId": 2}))
+    with pytest.raises(AssertionError, match="CancelNotification"):
+        conf.check_client_to_agent(_notification("session/cancel", {}))
+
+
+def test_extension_and_unknown_client_methods_skip_param_validation() -> None:
+    conf = Conformance()
+    conf.check_client_to_agent(_request(7, "_acme/ping", {"anything": [1, 2]}))
+    conf.check_client_to_agent(_request(8, "no/such_method", {}))
+    conf.check_agent_to_client(_result(7, {"pong": True}))  # unknown method: result is not validated
+    conf.check_agent_to_client(_error(8))
+
+
+# -- agent → client and the client's answers ------------------------------------------------------------------------
+
+
+def test_read_text_file_round_trip_validates_the_client_response() -> None:
+    conf = Conformance()
+    read = _request(0, "fs/read_text_file", {"sessionId": SESSION, "path": "/repo/a.py", "line": 1, "limit": 10})
+    conf.check_agent_to_client(read)
+    assert conf.pending_client_answers == {0: "fs/read_text_file"}
+    conf.check_client_to_agent(_result(0, {"content": "print('hi')\n"}))
+    assert conf.pending_client_answers == {}
+
+    conf.check_agent_to_client(_request(1, "fs/read_text_file", {"sessionId": SESSION, "path": "/repo/a.py"}))
+    with pytest.raises(AssertionError, match=r"fs/read_text_file result does not match ReadTextFileResponse"):
+        conf.check_client_to_agent(_result(1, {"text": "wrong member"}))
+
+
+def test_agent_request_with_bad_params_fails() -> None:
+    with pytest.raises(AssertionError, match=r"ReadTextFileRequest\n  at \$\.params: 'path' is a required property"):
+        Conformance().check_agent_to_client(_request(0, "fs/read_text_file", {"sessionId": SESSION}))
+
+
+def test_agent_may_not_call_methods_the_client_does_not_handle() -> None:
+    conf = Conformance()
+    conf.check_agent_to_client(_request(0, "_acme/hello", {}))  # extensions are fine
+    with pytest.raises(AssertionError, match="neither an ACP request the client handles"):
+        conf.check_agent_to_client(_request(1, "session/prompt", {"sessionId": SESSION, "prompt": []}))
+    with pytest.raises(AssertionError, match="is a notification for the client, sent as a request"):
+        conf.check_agent_to_client(_request(2, "session/update", {"sessionId": SESSION, "update": {}}))
+
+
+def test_agent_request_ids_must_be_unique_while_outstanding() -> None:
+    conf = Conformance()
+    conf.check_agent_to_client(_request(0, "terminal/output", {"sessionId": SESSION, "terminalId": "t"}))
+    with pytest.raises(AssertionError, match="reuses id 0"):
+        conf.check_agent_to_client(_request(0, "terminal/output", {"sessionId": SESSION, "terminalId": "t"}))
+
+
+# -- lenient client checks for fuzzing ------------------------------------------------------------------------------
+
+
+def test_lenient_mode_records_ids_without_raising() -> None:
+    conf = Conformance()
+    for garbage in [42, None, [], {"id": 1}, {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": 5}]:
+        conf.check_client_to_agent(garbage, strict=False)
+    conf.check_client_to_agent(_request(3, "session/prompt", {"sessionId": SESSION, "prompt": []}), strict=False)
+    assert conf.pending_agent_answers == {1: None, 3: "initialize"}
+    conf.check_agent_to_client(_error(1, -32600, "Invalid request"))
+    conf.check_agent_to_client(_error(3, -32600, "Invalid request"))  # rejects the newest duplicate id 3 ...
+    conf.check_agent_to_client(_error(None, -32700, "Parse error"))
+    with pytest.raises(AssertionError, match="InitializeResponse"):  # ... so the oldest one is still owed an answer
+        conf.check_agent_to_client(_result(3, {"stopReason": "end_turn"}))
+
+
+def test_agent_output_stays_strict_after_lenient_input() -> None:
+    conf = Conformance()
+    conf.check_client_to_agent({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {}}, strict=False)
+    with pytest.raises(AssertionError, match="PromptResponse"):
+        conf.check_agent_to_client(_result(5, {"stopReason": "done"}))
