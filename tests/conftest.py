@@ -2,6 +2,8 @@
 
 import pytest
 
+pytest_plugins = ["tests.support.fake_llm"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

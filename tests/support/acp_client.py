@@ -83,7 +83,7 @@ class FakeClient:
     async def request_raw(
         self, method: str, params: Any = None, *, timeout: float = WAIT, strict: bool = True
     ) -> dict[str, Any]:
-        request_id = next(self._ids)
+        request_id = f"req-{next(self._ids)}"  # strings, so raw test frames with integer ids never collide
         done = anyio.Event()
         self._waiting[request_id] = done
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -228,3 +228,5 @@ async def in_process_agent(runner: Any = None) -> AsyncIterator[FakeClient]:
             with anyio.fail_after(WAIT):
                 await agent_done.wait()
             task_group.cancel_scope.cancel()
+            to_agent_receive.close()
+            from_agent_receive.close()

@@ -1,0 +1,77 @@
+"""Spawn `coder-agent` as an editor does (pipes on stdin/stdout) and talk to it with the FakeClient."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+
+import anyio
+from anyio.abc import Process
+
+from tests.support.acp_client import FakeClient
+
+EXIT_WAIT = 10.0
+
+
+@dataclass
+class SpawnedAgent:
+    client: FakeClient
+    process: Process
+    stderr_path: Path
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    async def close_stdin_and_wait(self) -> int:
+        """Close the agent's stdin (the editor going away) and wait for it to exit; return its code."""
+        assert self.process.stdin is not None
+        await self.process.stdin.aclose()
+        with anyio.fail_after(EXIT_WAIT):
+            return await self.process.wait()
+
+
+async def _lines(process: Process) -> AsyncIterator[bytes]:
+    assert process.stdout is not None
+    buffer = b""
+    async for chunk in process.stdout:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            yield line
+    assert not buffer.strip(), f"the agent left a partial line on stdout: {buffer[:200]!r}"
+
+
+@asynccontextmanager
+async def spawned_agent(
+    tmp_path: Path, *args: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[SpawnedAgent]:
+    """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone."""
+    stderr_path = tmp_path / "agent-stderr.log"
+    full_env = {**os.environ, "CODER_AGENT_LOG_LEVEL": "debug", **(env or {})}
+    with stderr_path.open("wb") as stderr:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "coder_agent", *args], stdin=PIPE, stdout=PIPE, stderr=stderr, env=full_env
+        )
+    assert process.stdin is not None
+    client = FakeClient(process.stdin.send)
+    agent = SpawnedAgent(client, process, stderr_path)
+    try:
+        async with anyio.create_task_group() as task_group:
+            client._task_group = task_group
+            task_group.start_soon(client.read_lines, _lines(process))
+            try:
+                yield agent
+            finally:
+                if process.returncode is None:
+                    await agent.close_stdin_and_wait()
+                task_group.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
