@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -20,15 +21,20 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 1.5
 
 
-def build_default_agent() -> AcpAgent:
-    """The agent with its default turn runner (imports pydantic and the models: call it off the loop)."""
+def build_agent(config_file: Path | None = None, model: str | None = None) -> AcpAgent:
+    """The agent with the LLM loop and the built-in tools.
+
+    It imports pydantic, the models and the config (a few hundred ms): call it off the event loop.
+    `config_file` and `model` are the `--config` and `--model` flags.
+    """
     from coder_agent.acp.agent import AcpAgent
-    from coder_agent.turn import EchoTurnRunner
+    from coder_agent.config import CliOverrides
+    from coder_agent.loop import AgentLoop
 
-    return AcpAgent(EchoTurnRunner())
+    return AcpAgent(AgentLoop(CliOverrides(config_file=config_file, model=model)))
 
 
-async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], AcpAgent] = build_default_agent) -> None:
+async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], AcpAgent] = build_agent) -> None:
     """Serve ACP until the input ends or the task is cancelled, then close every session."""
     front = AgentFront(build_agent)
     connection = Connection(receive, send, front)

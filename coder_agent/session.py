@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -20,7 +21,21 @@ from coder_agent.acp.content import ContentBlock
 from coder_agent.acp.schema import McpServer, StopReason
 from coder_agent.turn import TurnRunner
 
+if TYPE_CHECKING:
+    from coder_agent.config import Config
+
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Conversation:
+    """What the model has been told and answered so far (OpenAI-style messages, no system prompt)."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    cost: float = 0.0
+    """Money spent on this session's model calls, in USD, where the price is known."""
+    context_tokens: int = 0
+    """Tokens in the context after the last model call."""
 
 
 @dataclass(eq=False)
@@ -33,6 +48,8 @@ class Session:
     runner: TurnRunner
     additional_directories: list[Path] = field(default_factory=list)
     mcp_servers: list[McpServer] = field(default_factory=list)
+    config: Config | None = None
+    conversation: Conversation = field(default_factory=Conversation)
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0

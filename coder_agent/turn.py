@@ -19,13 +19,29 @@ if TYPE_CHECKING:
 
 
 class TurnRunner(Protocol):
-    """Runs one prompt turn of a session."""
+    """Runs the prompt turns of sessions."""
 
-    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason: ...
+    async def open_session(self, session: Session) -> None:
+        """Prepare a new session (config, credentials); raise an RpcError to refuse it."""
+        ...
+
+    async def authenticate(self) -> None:
+        """Check the credentials again (the client's `authenticate`); raise AuthRequired if still missing."""
+        ...
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        """Run one turn and return its stop reason."""
+        ...
 
 
 class EchoTurnRunner:
     """A runner with no model: it says what it received. Useful to check an editor's wiring."""
+
+    async def open_session(self, session: Session) -> None:
+        return None
+
+    async def authenticate(self) -> None:
+        return None
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         texts = [block.text for block in prompt if isinstance(block, TextContent)]

@@ -87,6 +87,7 @@ class AcpAgent:
         request = AuthenticateRequest.model_validate(params)
         if request.method_id != handshake.ENV_AUTH_METHOD["id"]:
             raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
+        await self.runner.authenticate()
         return {}
 
     async def new_session(self, params: Any) -> dict[str, Any]:
@@ -103,6 +104,7 @@ class AcpAgent:
             additional_directories=extra,
             mcp_servers=list(request.mcp_servers),
         )
+        await self.runner.open_session(session)
         self.sessions[session_id] = session
         log.info("session %s opened in %s", session_id, cwd)
         return NewSessionResponse(session_id=session_id).wire()

@@ -11,21 +11,23 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.support.fake_llm import FakeLLM, Reply
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-async def test_a_session_over_real_pipes_and_a_clean_exit_on_eof(tmp_path: Path) -> None:
-    async with spawned_agent(tmp_path) as agent:
+async def test_a_session_over_real_pipes_and_a_clean_exit_on_eof(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.add(Reply("pong from the model", chunk_size=5))
+    async with spawned_agent(tmp_path, llm=fake_llm) as agent:
         client = agent.client
         init = await client.initialize()
         assert init["protocolVersion"] == 1
         await client.send_raw(b"this is not json\n")
         assert (await client.next_stray())["error"]["code"] == -32700
         session_id = await client.new_session(str(tmp_path))
-        assert await client.prompt(session_id, "ping") == "end_turn"
-        assert "ping" in client.agent_text(session_id)
+        assert await client.prompt(session_id, "ping", timeout=60) == "end_turn"
+        assert client.agent_text(session_id) == "pong from the model"
         code = await agent.close_stdin_and_wait()
     assert code == 0
     assert "coder-agent stopped" in agent.stderr
@@ -33,8 +35,8 @@ async def test_a_session_over_real_pipes_and_a_clean_exit_on_eof(tmp_path: Path)
     assert client.frames
 
 
-async def test_sigterm_shuts_down_cleanly(tmp_path: Path) -> None:
-    async with spawned_agent(tmp_path) as agent:
+async def test_sigterm_shuts_down_cleanly(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    async with spawned_agent(tmp_path, llm=fake_llm) as agent:
         await agent.client.initialize()
         await agent.client.new_session(str(tmp_path))
         agent.process.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ import anyio
 from anyio.abc import Process
 
 from tests.support.acp_client import FakeClient
+from tests.support.fake_llm import FakeLLM
 
 EXIT_WAIT = 10.0
 
@@ -49,11 +50,25 @@ async def _lines(process: Process) -> AsyncIterator[bytes]:
 
 @asynccontextmanager
 async def spawned_agent(
-    tmp_path: Path, *args: str, env: Mapping[str, str] | None = None
+    tmp_path: Path, *args: str, llm: FakeLLM | None = None, env: Mapping[str, str] | None = None
 ) -> AsyncIterator[SpawnedAgent]:
-    """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone."""
+    """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone.
+
+    With `llm`, the agent's model is the fake server. The user's own config folder is kept out of it.
+    """
     stderr_path = tmp_path / "agent-stderr.log"
-    full_env = {**os.environ, "CODER_AGENT_LOG_LEVEL": "debug", **(env or {})}
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")},
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "CODER_AGENT_LOG_LEVEL": "debug",
+    }
+    if llm is not None:
+        full_env |= {
+            "CODER_AGENT_MODEL": "openai/fake-model",
+            "CODER_AGENT_API_BASE": llm.base_url,
+            "CODER_AGENT_API_KEY": "sk-test",
+        }
+    full_env |= env or {}
     with stderr_path.open("wb") as stderr:
         process = await anyio.open_process(
             [sys.executable, "-m", "coder_agent", *args], stdin=PIPE, stdout=PIPE, stderr=stderr, env=full_env

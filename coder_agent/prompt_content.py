@@ -1,0 +1,67 @@
+"""ACP prompt content blocks → the user message for the model (OpenAI-style content parts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coder_agent.acp.content import (
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+
+
+@dataclass
+class UserMessage:
+    """The model-facing message, and notes for the user about what could not be passed on."""
+
+    message: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> UserMessage:
+    """Convert prompt blocks; `images` False drops images with a note, None/True passes them on."""
+    parts: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContent):
+            parts.append(_text(block.text))
+        elif isinstance(block, ResourceLink):
+            label = block.title or block.name
+            parts.append(_text(f"[Attached: {label}]({block.uri})"))
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, BlobResourceContents):
+                mime = resource.mime_type or ""
+                if mime.startswith("image/"):
+                    _image(parts, notes, resource.blob, mime, images)
+                else:
+                    parts.append(_text(f"[Attached binary file {resource.uri} ({mime or 'unknown type'}), not shown]"))
+            else:
+                parts.append(_text(f'<attached_file uri="{resource.uri}">\n{resource.text}\n</attached_file>'))
+        elif isinstance(block, ImageContent):
+            _image(parts, notes, block.data, block.mime_type, images)
+        elif isinstance(block, AudioContent):
+            notes.append("Audio is not supported; the audio attachment was left out.")
+    if all(part["type"] == "text" for part in parts):
+        content: Any = "\n\n".join(part["text"] for part in parts)
+    else:
+        content = parts
+    return UserMessage({"role": "user", "content": content}, notes)
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _image(parts: list[dict[str, Any]], notes: list[str], data: str, mime: str, images: bool | None) -> None:
+    if images is False:
+        notes.append("This model does not accept images; the image was left out of the request.")
+        return
+    parts.append({"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}})
