@@ -44,6 +44,7 @@ from coder_agent.model.types import (
     StreamSink,
     ToolCallRequest,
 )
+from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.prompt_content import to_user_message
 from coder_agent.session import Session
 from coder_agent.tools.base import NoTools, ToolResult, ToolSet, TurnCancelled
@@ -72,7 +73,7 @@ class AgentLoop:
         model_factory: ModelFactory = LitellmModel,
     ) -> None:
         self.cli = cli or CliOverrides()
-        self.make_tools: ToolSetFactory = tools or (lambda session: NoTools())
+        self.make_tools: ToolSetFactory = tools or _builtin_tools
         self.environ = environ
         self.user_config_path = user_config_path
         self.model_factory = model_factory
@@ -82,6 +83,7 @@ class AgentLoop:
     async def open_session(self, session: Session) -> None:
         session.config = self._load_config(session.cwd)
         self._settings(session.config)
+        session.permissions = _policy(session.cwd, session.config)
         start_background_import()  # a prompt is coming: have the model library ready for it
 
     async def authenticate(self) -> None:
@@ -132,6 +134,22 @@ class AgentLoop:
             retries=config.retries,
             extra_params=dict(config.extra_params),
         )
+
+
+def _builtin_tools(session: Session) -> ToolSet:
+    from coder_agent.tools.builtin import BuiltinTools
+
+    return BuiltinTools(session) if session.permissions is not None else NoTools()
+
+
+def _policy(cwd: Path, config: Config) -> PermissionPolicy:
+    """The session's permission policy from the config's mode and rules."""
+    try:
+        allow = [Rule.parse(text) for text in config.permissions.allow]
+        deny = [Rule.parse(text) for text in config.permissions.deny]
+    except ValueError as exc:
+        raise InternalError(f"Invalid config: permissions: {exc}") from None
+    return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
 
 
 def _os_environ() -> dict[str, str]:

@@ -23,6 +23,7 @@ from coder_agent.turn import TurnRunner
 
 if TYPE_CHECKING:
     from coder_agent.config import Config
+    from coder_agent.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,10 @@ class Session:
     mcp_servers: list[McpServer] = field(default_factory=list)
     config: Config | None = None
     conversation: Conversation = field(default_factory=Conversation)
+    permissions: PermissionPolicy | None = None
+    """The mode and the allow/deny rules; None until a runner with tools opened the session."""
+    file_hashes: dict[str, str] = field(default_factory=dict)
+    """Content hash of each file as the model last read or wrote it, to refuse edits of stale text."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0

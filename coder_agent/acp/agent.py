@@ -21,13 +21,20 @@ from coder_agent.acp.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
+    SessionConfigOption,
     SessionRequest,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
 )
 from coder_agent.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from coder_agent.permissions import MODES, mode_config_option, mode_state
 from coder_agent.session import Session
 from coder_agent.turn import TurnRunner
 
@@ -48,6 +55,8 @@ class AcpAgent:
             "authenticate": self.authenticate,
             "session/new": self.new_session,
             "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
         }
 
     def bind(self, peer: Peer) -> None:
@@ -107,13 +116,47 @@ class AcpAgent:
         await self.runner.open_session(session)
         self.sessions[session_id] = session
         log.info("session %s opened in %s", session_id, cwd)
-        return NewSessionResponse(session_id=session_id).wire()
+        response = NewSessionResponse(session_id=session_id)
+        if session.permissions is not None:
+            response.modes = mode_state(session.permissions.mode)
+            response.config_options = self._config_options(session)
+        return response.wire()
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         request = PromptRequest.model_validate(params)
         session = self._session(request)
         stop_reason = await session.prompt(request.prompt)
         return PromptResponse(stop_reason=stop_reason).wire()
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        request = SetSessionModeRequest.model_validate(params)
+        await self._switch_mode(self._session(request), request.mode_id, "modeId")
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        request = SetSessionConfigOptionRequest.model_validate(params)
+        session = self._session(request)
+        if request.config_id != "mode" or session.permissions is None:
+            raise InvalidParams(f"Invalid params: configId: unknown config option {request.config_id!r}")
+        await self._switch_mode(session, request.value, "value")
+        return SetSessionConfigOptionResponse(config_options=self._config_options(session)).wire()
+
+    async def _switch_mode(self, session: Session, mode: str, field: str) -> None:
+        if session.permissions is None:
+            raise MethodNotFound("Method not found: this session has no modes")
+        if mode not in MODES:
+            raise InvalidParams(f"Invalid params: {field}: unknown mode {mode!r}; one of {', '.join(MODES)}")
+        changed = session.permissions.mode != mode
+        session.permissions.mode = mode
+        log.info("session %s: mode %s", session.id, mode)
+        if changed:
+            await session.client.update(CurrentModeUpdate(current_mode_id=mode))
+            await session.client.update(ConfigOptionUpdate(config_options=self._config_options(session)))
+
+    @staticmethod
+    def _config_options(session: Session) -> list[SessionConfigOption]:
+        assert session.permissions is not None
+        return [mode_config_option(session.permissions.mode)]
 
     # ---- helpers --------------------------------------------------------------------------------
 

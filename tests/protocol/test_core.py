@@ -11,12 +11,13 @@ import pytest
 from coder_agent.acp.content import ContentBlock, TextContent
 from coder_agent.acp.schema import AgentMessageChunk, StopReason
 from coder_agent.session import Session
+from coder_agent.turn import EchoTurnRunner
 from tests.support.acp_client import RpcFailure, in_process_agent
 
 pytestmark = pytest.mark.anyio
 
 
-class BlockingRunner:
+class BlockingRunner(EchoTurnRunner):
     """A turn that says it started, then waits until cancelled (or released)."""
 
     def __init__(self) -> None:
@@ -266,7 +267,7 @@ async def test_responses_to_unknown_ids_are_ignored() -> None:
 
 
 async def test_internal_errors_hide_the_traceback(tmp_path: Path) -> None:
-    class FailingRunner:
+    class FailingRunner(EchoTurnRunner):
         async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
             raise RuntimeError("secret internals")
 

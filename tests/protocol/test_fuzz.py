@@ -3,8 +3,9 @@
 Each example opens a fresh agent in-process, sends a list of frames, and after each frame a probe request
 (`initialize`). Silence is checked once the probe is answered (frames that get no answer are dropped in
 order, before the probe is read); an expected answer is awaited. Each must be exactly what JSON-RPC
-prescribes: one error with the right code and id, or silence for notifications and stray responses. Every frame the agent writes is checked as NDJSON and against the ACP schema by the
-fake client. At least 2,000 frames are sent in all.
+prescribes: one error with the right code and id, or silence for notifications and stray responses.
+Every frame the agent writes is checked as NDJSON and against the ACP schema by the fake client. At
+least 2,000 frames are sent in all.
 """
 
 from __future__ import annotations

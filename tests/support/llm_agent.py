@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from coder_agent.config import CliOverrides
 from coder_agent.loop import AgentLoop, ToolSetFactory
 from tests.support.acp_client import FakeClient, in_process_agent
+from tests.support.editor import FakeEditor
 from tests.support.fake_llm import FakeLLM
 
 FAST_FAILURES = {"idle_timeout": 5.0, "request_timeout": 30.0, "retries": 2}
@@ -19,6 +21,7 @@ def write_config(path: Path, llm: FakeLLM, **fields: Any) -> Path:
     """A config file pointing at the fake LLM; `fields` override or add settings."""
     values: dict[str, Any] = {"model": "openai/fake-model", "api_base": llm.base_url, **FAST_FAILURES, **fields}
     lines = []
+    tables = {key: values.pop(key) for key in list(values) if isinstance(values[key], dict)}
     for key, value in values.items():
         if isinstance(value, str):
             lines.append(f"{key} = {value!r}".replace("'", '"'))
@@ -26,6 +29,9 @@ def write_config(path: Path, llm: FakeLLM, **fields: Any) -> Path:
             lines.append(f"{key} = {'true' if value else 'false'}")
         else:
             lines.append(f"{key} = {value}")
+    for name, table in tables.items():
+        lines.append(f"[{name}]")
+        lines.extend(f"{key} = {json.dumps(value)}" for key, value in table.items())
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -56,3 +62,25 @@ async def llm_agent(
         await client.initialize(capabilities)
         session_id = await client.new_session(str(work))
         yield client, session_id
+
+
+@asynccontextmanager
+async def tool_agent(
+    tmp_path: Path, llm: FakeLLM, *, fs: bool = True, terminal: bool = True, mode: str | None = None, **fields: Any
+) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
+    """An agent with the built-in tools, a real fake editor on `tmp_path/work`, and one session there.
+
+    Yields the client, the editor, the session id and the work folder. `mode` sets the session mode.
+    """
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    if mode is not None:
+        fields["default_mode"] = mode
+    async with in_process_agent(make_loop(tmp_path, llm, **fields)) as client:
+        editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
+        try:
+            await client.initialize(editor.capabilities())
+            session_id = await client.new_session(str(work))
+            yield client, editor, session_id, work
+        finally:
+            await editor.aclose()
