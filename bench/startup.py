@@ -31,7 +31,8 @@ Usage (from the repository root; Linux, since RSS and exit timing use /proc and 
   uv run python bench/startup.py --agent .venv/bin/coder-agent    # --agent comes last: everything after
                                                                   # it is the agent command
 
-The agent inherits the environment, plus CODER_AGENT_MODEL=openai/bench when CODER_AGENT_MODEL is unset.
+The agent inherits the environment; when CODER_AGENT_MODEL is unset it gets CODER_AGENT_MODEL=openai/bench with an
+unused local CODER_AGENT_API_BASE, so no key is needed (no model is called during startup).
 Exit status: 0 when every run succeeded and every goal passed, 1 otherwise, 2 on usage errors.
 
 Stdlib only: this script imports neither the project nor any third-party package.
@@ -489,7 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {args.runs} runs; the goals are meant for at least {MIN_RUNS}", file=sys.stderr)
     cmd = args.agent or [sys.executable, "-m", "coder_agent"]
     env = dict(os.environ)
-    env.setdefault("CODER_AGENT_MODEL", "openai/bench")
+    if "CODER_AGENT_MODEL" not in env:  # a self-hosted model needs no key; nothing is called during startup
+        env["CODER_AGENT_MODEL"] = "openai/bench"
+        env.setdefault("CODER_AGENT_API_BASE", "http://127.0.0.1:9/v1")
     progress = sys.stderr.isatty()
 
     floors: list[float] = []
