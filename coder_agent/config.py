@@ -6,6 +6,8 @@ This module owns:
 * `load_config`, which layers the sources, later winning field by field (nested sections key by key):
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
+  a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
+  extra call parameters, the default mode, allow rules);
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -247,10 +249,14 @@ def load_config(
         _record_sources(sources, data, label)
 
     user_path = user_config_file() if user_config_path is None else user_config_path
-    for path in [user_path] if cwd is None else [user_path, project_config_file(cwd)]:
-        data = _load_file(path, required_by=None)
+    data = _load_file(user_path, required_by=None)
+    if data is not None:
+        apply(data, str(user_path))
+    if cwd is not None:
+        project_path = project_config_file(cwd)
+        data = _load_file(project_path, required_by=None)
         if data is not None:
-            apply(data, str(path))
+            apply(_without_trusted_fields(data, project_path), str(project_path))
 
     env_file = env.get(CONFIG_ENV_VAR, "").strip()
     if env_file:
@@ -281,6 +287,30 @@ def load_config(
     config = _validate_final(merged)
     config._sources = sources
     return config
+
+
+PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
+    ("api_base",),
+    ("api_key_env",),
+    ("extra_params",),
+    ("default_mode",),
+    ("permissions", "allow"),
+)
+"""Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
+server, or grant itself permissions. Set these in the user file, the environment, or with --config."""
+
+
+def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    kept: dict[str, Any] = _copy(data)
+    for keys in PROJECT_FILE_IGNORES:
+        parent: dict[str, Any] = kept
+        for key in keys[:-1]:
+            child = parent.get(key)
+            parent = child if isinstance(child, dict) else {}
+        if keys[-1] in parent:
+            del parent[keys[-1]]
+            _log.warning("%s: ignoring %r: a project file may not set it (use the user config)", path, ".".join(keys))
+    return kept
 
 
 def api_key_env_names(config: Config) -> list[str]:
