@@ -33,7 +33,7 @@ from coder_agent.acp.content import (
     ToolCallLocation,
     ToolKind,
 )
-from coder_agent.acp.schema import PlanUpdate, ToolCallStart, ToolCallUpdate
+from coder_agent.acp.schema import AgentMessageChunk, PlanUpdate, ToolCallStart, ToolCallUpdate
 from coder_agent.errors import ClientError
 from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action, PermissionPolicy, is_inside, resolve_path
@@ -491,8 +491,18 @@ class BuiltinTools:
             await self._fail("Cancelled by the user.")
             raise TurnCancelled
         if outcome.option_id in ("allow_always", "reject_always"):
-            rule = self.policy.remember(prepared.action, allow=outcome.option_id == "allow_always")
+            allow = outcome.option_id == "allow_always"
+            rule = self.policy.remember(prepared.action, allow=allow)
             log.info("session %s remembers the rule %s (%s)", self.session.id, rule, outcome.option_id)
+            section = "allow" if allow else "deny"
+            await self.client.update(
+                AgentMessageChunk(
+                    content=TextContent(
+                        text=f"\n\n_Remembered for this session: {section} `{rule}`. To keep it, add "
+                        f'`"{rule}"` to `permissions.{section}` in your coder-agent config._\n\n'
+                    )
+                )
+            )
         if outcome.option_id.startswith("reject"):
             return (
                 "The user rejected this call. Do not retry it; ask the user what they want instead, "
