@@ -38,14 +38,20 @@ def split_point(messages: list[Message]) -> int:
     return assistants[-1] if assistants and assistants[-1] > 0 else 0
 
 
-async def compact(model: Summarizer, messages: list[Message]) -> Compacted | None:
-    """Replace everything before the tail with one summary; None when there is nothing to compact."""
+async def compact(model: Summarizer, messages: list[Message], focus: str | None = None) -> Compacted | None:
+    """Replace everything before the tail with one summary; None when there is nothing to compact.
+
+    `focus` (from `/compact <focus>`) tells the summariser what matters most.
+    """
     cut = split_point(messages)
     if cut == 0:
         return None
     head, tail = messages[:cut], messages[cut:]
+    instructions = prompts.render("compact.md", max_words=SUMMARY_WORDS)
+    if focus:
+        instructions += f"\n\nThe user asked the summary to focus on: {focus}"
     request = [
-        {"role": "system", "content": prompts.render("compact.md", max_words=SUMMARY_WORDS)},
+        {"role": "system", "content": instructions},
         {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(head)},
     ]
     summary = (await model.complete(request)).strip() or "(the summary came back empty)"

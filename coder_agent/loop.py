@@ -15,17 +15,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coder_agent import environment, prompts
+from coder_agent import commands, environment, prompts
 from coder_agent.acp.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
 from coder_agent.acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     CompactionUpdate,
+    ConfigOptionUpdate,
     Cost,
+    SessionInfoUpdate,
     StopReason,
     UsageUpdate,
 )
@@ -44,12 +47,16 @@ from coder_agent.model.types import (
     StreamSink,
     ToolCallRequest,
 )
+from coder_agent.options import config_options
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.prompt_content import to_user_message
-from coder_agent.session import Session
+from coder_agent.session import Session, utc_now
 from coder_agent.tools.base import NoTools, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
+
+CommandHandler = Callable[["Turn", str], Awaitable[StopReason]]
+TITLE_CHARS = 60
 
 DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
@@ -89,10 +96,19 @@ class AgentLoop:
     async def authenticate(self) -> None:
         self._settings(self._load_config(None))
 
+    async def session_ready(self, session: Session) -> None:
+        await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised()))
+
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
-        config = session.config or self._load_config(session.cwd)
+        if session.config is None:
+            session.config = self._load_config(session.cwd)
+        config = session.config
         model = self.model_factory(self._settings(config))
-        turn = _Turn(session, config, model, self.make_tools(session))
+        turn = Turn(session, config, model, self.make_tools(session), self._settings)
+        command = commands.parse(prompt)
+        if command is not None:
+            return await commands.run(turn, *command)
+        await _name_session(session, prompt)
         return await turn.run(prompt)
 
     # ---- config and credentials ---------------------------------------------------------------
@@ -152,17 +168,38 @@ def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
 
 
+async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
+    """Title a session after its first prompt, and tell the client."""
+    if session.title is not None:
+        return
+    text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
+    if not text:
+        return
+    first_line = " ".join(text.split())
+    session.title = first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
+    await session.client.update(SessionInfoUpdate(title=session.title, updated_at=utc_now()))
+
+
 def _os_environ() -> dict[str, str]:
     import os
 
     return dict(os.environ)
 
 
-class _Turn:
+class Turn:
     """The state of one running prompt turn."""
 
-    def __init__(self, session: Session, config: Config, model: LitellmModel, tools: ToolSet) -> None:
+    def __init__(
+        self,
+        session: Session,
+        config: Config,
+        model: LitellmModel,
+        tools: ToolSet,
+        settings: Callable[[Config], ModelSettings],
+    ) -> None:
         self.session = session
+        self.settings = settings
+        self.extra_commands: dict[str, CommandHandler] = {}
         self.client = session.client
         self.config = config
         self.model = model
@@ -279,14 +316,30 @@ class _Turn:
         if used and used >= self.config.compact_threshold * await self.model.context_window():
             await self.compact_now()
 
-    async def compact_now(self) -> bool:
+    async def switch_model(self, name: str) -> str:
+        """`/model`: show the model and the configured ones, or switch this session to another."""
+        config = self.config
+        if not name:
+            others = [m for m in dict.fromkeys(config.models) if m != config.model]
+            listed = "".join(f"\n- `{m}`" for m in others) or " none (list them under `models` in the config)"
+            return f"The model is `{config.model}`. Other configured models:{listed}\n"
+        updated = config.model_copy(update={"model": name})
+        try:
+            self.settings(updated)
+        except AuthRequired as exc:
+            return f"Cannot switch to `{name}`: {exc.message}\n"
+        self.session.config = updated
+        await self.client.update(ConfigOptionUpdate(config_options=config_options(self.session)))
+        return f"Switched this session to `{name}`.\n"
+
+    async def compact_now(self, focus: str | None = None) -> bool:
         """Summarise the older history; tell the user. False if there was nothing to compact."""
         compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
         visible = self.client.supports_compaction_updates
         if visible:
             await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
         try:
-            result = await compact(self.model, self.history)
+            result = await compact(self.model, self.history, focus)
         except ModelError as exc:
             if visible:
                 await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="failed", error=str(exc)))

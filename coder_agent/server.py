@@ -38,8 +38,8 @@ async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], A
     """Serve ACP until the input ends or the task is cancelled, then close every session."""
     front = AgentFront(build_agent)
     connection = Connection(receive, send, front)
-    front.bind(connection)
     async with anyio.create_task_group() as task_group:
+        front.bind(connection, task_group)
         task_group.start_soon(front.load)
         try:
             await connection.serve(on_input_closed=front.cancel_all)

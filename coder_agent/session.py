@@ -8,6 +8,7 @@ every prompt queued before it; each of those prompts answers `cancelled`, exactl
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
     from coder_agent.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
+
+
+def utc_now() -> str:
+    """The current time as ISO 8601 UTC, as ACP's `updatedAt` wants it."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -50,6 +56,7 @@ class Session:
     additional_directories: list[Path] = field(default_factory=list)
     mcp_servers: list[McpServer] = field(default_factory=list)
     config: Config | None = None
+    title: str | None = None
     conversation: Conversation = field(default_factory=Conversation)
     permissions: PermissionPolicy | None = None
     """The mode and the allow/deny rules; None until a runner with tools opened the session."""

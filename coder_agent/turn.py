@@ -29,6 +29,10 @@ class TurnRunner(Protocol):
         """Check the credentials again (the client's `authenticate`); raise AuthRequired if still missing."""
         ...
 
+    async def session_ready(self, session: Session) -> None:
+        """Runs just after the client got the session's id: announce commands and the like."""
+        ...
+
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         """Run one turn and return its stop reason."""
         ...
@@ -41,6 +45,9 @@ class EchoTurnRunner:
         return None
 
     async def authenticate(self) -> None:
+        return None
+
+    async def session_ready(self, session: Session) -> None:
         return None
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
@@ -27,20 +28,22 @@ from coder_agent.acp.schema import (
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
-    SessionConfigOption,
     SessionRequest,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
 )
 from coder_agent.errors import InvalidParams, MethodNotFound, ResourceNotFound
-from coder_agent.permissions import MODES, mode_config_option, mode_state
+from coder_agent.options import apply_option, config_options
+from coder_agent.permissions import MODES, mode_state
 from coder_agent.session import Session
 from coder_agent.turn import TurnRunner
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[dict[str, Any]]]
+
+AFTER_RESPONSE_DELAY = 0.02
 
 
 class AcpAgent:
@@ -51,6 +54,7 @@ class AcpAgent:
         self.peer: Peer | None = None
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
+        self._tasks: TaskGroup | None = None
         self._requests: dict[str, Handler] = {
             "authenticate": self.authenticate,
             "session/new": self.new_session,
@@ -59,9 +63,10 @@ class AcpAgent:
             "session/set_config_option": self.set_config_option,
         }
 
-    def bind(self, peer: Peer) -> None:
-        """Attach the connection the agent talks to the client through."""
+    def bind(self, peer: Peer, tasks: TaskGroup | None = None) -> None:
+        """Attach the connection the agent talks to the client through, and a task group for follow-up work."""
         self.peer = peer
+        self._tasks = tasks
 
     # ---- Dispatcher -----------------------------------------------------------------------------
 
@@ -116,10 +121,12 @@ class AcpAgent:
         await self.runner.open_session(session)
         self.sessions[session_id] = session
         log.info("session %s opened in %s", session_id, cwd)
+        if self._tasks is not None:
+            self._tasks.start_soon(self._after_response, session)
         response = NewSessionResponse(session_id=session_id)
         if session.permissions is not None:
             response.modes = mode_state(session.permissions.mode)
-            response.config_options = self._config_options(session)
+            response.config_options = config_options(session)
         return response.wire()
 
     async def prompt(self, params: Any) -> dict[str, Any]:
@@ -130,33 +137,27 @@ class AcpAgent:
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)
-        await self._switch_mode(self._session(request), request.mode_id, "modeId")
+        session = self._session(request)
+        if session.permissions is None:
+            raise MethodNotFound("Method not found: this session has no modes")
+        if request.mode_id not in MODES:
+            raise InvalidParams(f"Invalid params: modeId: unknown mode {request.mode_id!r}; one of {', '.join(MODES)}")
+        await self._apply(session, "mode", request.mode_id)
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
         request = SetSessionConfigOptionRequest.model_validate(params)
         session = self._session(request)
-        if request.config_id != "mode" or session.permissions is None:
-            raise InvalidParams(f"Invalid params: configId: unknown config option {request.config_id!r}")
-        await self._switch_mode(session, request.value, "value")
-        return SetSessionConfigOptionResponse(config_options=self._config_options(session)).wire()
+        await self._apply(session, request.config_id, request.value)
+        return SetSessionConfigOptionResponse(config_options=config_options(session)).wire()
 
-    async def _switch_mode(self, session: Session, mode: str, field: str) -> None:
-        if session.permissions is None:
-            raise MethodNotFound("Method not found: this session has no modes")
-        if mode not in MODES:
-            raise InvalidParams(f"Invalid params: {field}: unknown mode {mode!r}; one of {', '.join(MODES)}")
-        changed = session.permissions.mode != mode
-        session.permissions.mode = mode
-        log.info("session %s: mode %s", session.id, mode)
-        if changed:
-            await session.client.update(CurrentModeUpdate(current_mode_id=mode))
-            await session.client.update(ConfigOptionUpdate(config_options=self._config_options(session)))
-
-    @staticmethod
-    def _config_options(session: Session) -> list[SessionConfigOption]:
-        assert session.permissions is not None
-        return [mode_config_option(session.permissions.mode)]
+    async def _apply(self, session: Session, config_id: str, value: str) -> None:
+        if not apply_option(session, config_id, value):
+            return
+        log.info("session %s: %s = %s", session.id, config_id, value)
+        if config_id == "mode":
+            await session.client.update(CurrentModeUpdate(current_mode_id=value))
+        await session.client.update(ConfigOptionUpdate(config_options=config_options(session)))
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -165,6 +166,13 @@ class AcpAgent:
         if session is None:
             raise ResourceNotFound(f"Session not found: {request.session_id}", {"sessionId": request.session_id})
         return session
+
+    async def _after_response(self, session: Session) -> None:
+        await anyio.sleep(AFTER_RESPONSE_DELAY)  # let the session/new response reach the client first
+        try:
+            await self.runner.session_ready(session)
+        except Exception:
+            log.exception("session %s: follow-up after session/new failed", session.id)
 
     def cancel_all(self) -> None:
         """Cancel every running turn (the client is going away)."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from coder_agent.acp import handshake
 from coder_agent.errors import InternalError
@@ -29,20 +30,22 @@ class AgentFront:
     def __init__(self, build_agent: Callable[[], AcpAgent]) -> None:
         self._build_agent = build_agent
         self._peer: Peer | None = None
+        self._tasks: TaskGroup | None = None
         self._agent: AcpAgent | None = None
         self._loaded = anyio.Event()
         self._client_capabilities: dict[str, Any] = {}
 
-    def bind(self, peer: Peer) -> None:
+    def bind(self, peer: Peer, tasks: TaskGroup | None = None) -> None:
         """Attach the connection the agent talks to the client through (before `load`)."""
         self._peer = peer
+        self._tasks = tasks
 
     async def load(self) -> None:
         """Build the agent in a worker thread; requests that need it wait until this is done."""
         try:
             agent = await anyio.to_thread.run_sync(self._build_agent)
             assert self._peer is not None, "bind() before load()"
-            agent.bind(self._peer)
+            agent.bind(self._peer, self._tasks)
             agent.set_client_capabilities(self._client_capabilities)
             self._agent = agent
         except Exception:

@@ -1,0 +1,180 @@
+"""Slash commands: the list the editor shows (`available_commands_update`) and what each one does.
+
+A prompt that is a single text starting with `/name` is a command. Every command answers with visible
+output, and an unknown one gets the list of those that exist.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coder_agent import prompts
+from coder_agent.acp.content import ContentBlock, TextContent
+from coder_agent.acp.schema import AvailableCommand, AvailableCommandInput, StopReason
+from coder_agent.session import Conversation, Session
+
+if TYPE_CHECKING:
+    from coder_agent.loop import Turn
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    description: str
+    hint: str | None = None
+
+    def advertised(self) -> AvailableCommand:
+        return AvailableCommand(
+            name=self.name,
+            description=self.description,
+            input=AvailableCommandInput(hint=self.hint) if self.hint else None,
+        )
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("compact", "Summarise the conversation so far to free context", "optional focus for the summary"),
+    Command("clear", "Start a fresh context in this session (the model forgets the conversation)"),
+    Command("context", "Show what fills the context window, and the cost so far"),
+    Command("undo", "Restore the files the agent changed in its last turn"),
+    Command("init", "Look at the project and write an AGENTS.md for it"),
+    Command("permissions", "List the permission rules; revoke one or clear them", "revoke <rule> | clear"),
+    Command("mcp", "Show the MCP servers of this session and their status"),
+    Command("model", "Show the model, or switch to another", "model name, e.g. openai/gpt-4.1"),
+)
+
+
+def advertised() -> list[AvailableCommand]:
+    return [command.advertised() for command in COMMANDS]
+
+
+def parse(prompt: Sequence[ContentBlock]) -> tuple[str, str] | None:
+    """(name, arguments) when the prompt is one text block starting with a slash command."""
+    if len(prompt) != 1 or not isinstance(prompt[0], TextContent):
+        return None
+    text = prompt[0].text.strip()
+    if not text.startswith("/") or text.startswith("//") or len(text) < 2:
+        return None
+    name, _, arguments = text[1:].partition(" ")
+    if not name.replace("-", "").replace("_", "").isalnum():
+        return None
+    return name, arguments.strip()
+
+
+def unknown(name: str) -> str:
+    listing = "\n".join(f"- `/{c.name}` — {c.description}" for c in COMMANDS)
+    return f"Unknown command `/{name}`. The commands are:\n\n{listing}\n"
+
+
+def context_report(
+    *,
+    system_chars: int,
+    tools_chars: int,
+    messages: list[dict[str, object]],
+    used_tokens: int,
+    window: int,
+    cost: float,
+    model: str,
+) -> str:
+    """The `/context` table: rough token estimates by part, the last measured total, and the cost."""
+
+    def tokens(chars: int) -> int:
+        return max(0, round(chars / 4))
+
+    by_role: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for message in messages:
+        role = str(message.get("role", "?"))
+        size = len(json.dumps(message.get("content"), ensure_ascii=False)) + len(
+            json.dumps(message.get("tool_calls") or "")
+        )
+        by_role[role] = by_role.get(role, 0) + size
+        counts[role] = counts.get(role, 0) + 1
+    rows = [("System prompt", 1, tokens(system_chars)), ("Tool definitions", 1, tokens(tools_chars))]
+    labels = {"user": "Your messages", "assistant": "Model answers and tool calls", "tool": "Tool results"}
+    rows += [(labels.get(role, role), counts[role], tokens(size)) for role, size in by_role.items()]
+    table = "\n".join(f"| {label} | {count} | ~{estimate:,} |" for label, count, estimate in rows)
+    percent = f" ({100 * used_tokens / window:.0f}%)" if window else ""
+    measured = f"{used_tokens:,} of {window:,} tokens{percent}" if used_tokens else "not measured yet (no model call)"
+    return (
+        f"**Context** — model `{model}`: {measured} after the last model call.\n\n"
+        "| Part | Items | Tokens (estimate) |\n|---|---|---|\n"
+        f"{table}\n\n**Cost so far:** ${cost:.4f} (where the provider's prices are known).\n"
+    )
+
+
+async def run(turn: Turn, name: str, arguments: str) -> StopReason:
+    """Run a slash command in a turn; its output is shown as agent text."""
+    session = turn.session
+    if name == "compact":
+        if not await turn.compact_now(arguments or None):
+            await turn.say("Nothing to compact yet.\n")
+        return "end_turn"
+    if name == "clear":
+        cost = session.conversation.cost
+        session.conversation = Conversation(cost=cost)
+        session.file_hashes.clear()
+        await turn.say("Started a fresh context: the model no longer sees the conversation above.\n")
+        return "end_turn"
+    if name == "context":
+        system = await turn.system_message()
+        tools = json.dumps(turn.tools.specs())
+        await turn.say(
+            context_report(
+                system_chars=len(str(system["content"])),
+                tools_chars=len(tools),
+                messages=session.conversation.messages,
+                used_tokens=session.conversation.context_tokens,
+                window=await turn.model.context_window(),
+                cost=session.conversation.cost,
+                model=turn.model.name,
+            )
+        )
+        return "end_turn"
+    if name == "init":
+        return await turn.run([TextContent(text=prompts.load("init.md"))])
+    if name == "permissions":
+        await turn.say(permissions_command(session, arguments))
+        return "end_turn"
+    if name == "model":
+        await turn.say(await turn.switch_model(arguments))
+        return "end_turn"
+    handler = turn.extra_commands.get(name)
+    if handler is not None:
+        return await handler(turn, arguments)
+    await turn.say(unknown(name))
+    return "end_turn"
+
+
+def permissions_command(session: Session, arguments: str) -> str:
+    policy = session.permissions
+    if policy is None:
+        return "This session has no permission policy.\n"
+    verb, _, rest = arguments.partition(" ")
+    if verb == "clear":
+        count = len(policy.session_allow) + len(policy.session_deny)
+        policy.session_allow.clear()
+        policy.session_deny.clear()
+        return f"Forgot {count} rule(s) remembered in this session.\n"
+    if verb == "revoke":
+        target = rest.strip().strip("`")
+        for rules in (policy.session_allow, policy.session_deny):
+            for rule in list(rules):
+                if str(rule) == target:
+                    rules.remove(rule)
+                    return f"Revoked `{target}` for this session.\n"
+        return f"No rule `{target}` was remembered in this session (rules from the config stay; edit the file).\n"
+    if verb:
+        return "Usage: `/permissions`, `/permissions revoke <rule>`, `/permissions clear`.\n"
+
+    def listing(rules: Sequence[object]) -> str:
+        return ", ".join(f"`{rule}`" for rule in rules) or "none"
+
+    return (
+        f"**Mode:** {policy.mode}\n\n"
+        f"- Remembered in this session — allow: {listing(policy.session_allow)}; deny: {listing(policy.session_deny)}\n"
+        f"- From the config — allow: {listing(policy.allow)}; deny: {listing(policy.deny)}\n\n"
+        "`/permissions revoke <rule>` forgets a remembered rule; `/permissions clear` forgets them all.\n"
+    )

@@ -1,0 +1,71 @@
+"""A session's config options (`configOptions`): mode, model and reasoning effort — built and applied.
+
+Editors draw their mode and model pickers from these; `session/set_config_option` and `session/set_mode`
+come here, and the caller sends `config_option_update` (and `current_mode_update`) when a value changed.
+"""
+
+from __future__ import annotations
+
+from coder_agent.acp.schema import SelectOption, SessionConfigOption
+from coder_agent.errors import InvalidParams
+from coder_agent.permissions import mode_config_option
+from coder_agent.session import Session
+
+EFFORTS = ("minimal", "low", "medium", "high")
+DEFAULT_EFFORT = "default"
+
+
+def config_options(session: Session) -> list[SessionConfigOption]:
+    """Every option with its current value (the complete list, as ACP requires)."""
+    options: list[SessionConfigOption] = []
+    if session.permissions is not None:
+        options.append(mode_config_option(session.permissions.mode))
+    config = session.config
+    if config is not None and config.model:
+        models = list(dict.fromkeys([config.model, *config.models]))
+        options.append(
+            SessionConfigOption(
+                id="model",
+                name="Model",
+                description="The model that answers (models come from `model` and `models` in the config).",
+                category="model",
+                current_value=config.model,
+                options=[SelectOption(value=m, name=m) for m in models],
+            )
+        )
+        options.append(
+            SessionConfigOption(
+                id="reasoning_effort",
+                name="Reasoning effort",
+                description="How much the model thinks before answering, where it supports it.",
+                category="thought_level",
+                current_value=config.reasoning_effort or DEFAULT_EFFORT,
+                options=[SelectOption(value=DEFAULT_EFFORT, name="Model default")]
+                + [SelectOption(value=e, name=e.capitalize()) for e in EFFORTS],
+            )
+        )
+    return options
+
+
+def apply_option(session: Session, config_id: str, value: str) -> bool:
+    """Set one option; True if it changed. InvalidParams for an unknown option or value."""
+    current = {option.id: option for option in config_options(session)}
+    option = current.get(config_id)
+    if option is None:
+        raise InvalidParams(f"Invalid params: configId: unknown config option {config_id!r}")
+    allowed = [o.value for o in option.options]
+    if value not in allowed:
+        raise InvalidParams(f"Invalid params: value: {value!r} is not one of {', '.join(allowed)}")
+    if option.current_value == value:
+        return False
+    if config_id == "mode":
+        assert session.permissions is not None
+        session.permissions.mode = value
+    elif config_id == "model":
+        assert session.config is not None
+        session.config = session.config.model_copy(update={"model": value})
+    elif config_id == "reasoning_effort":
+        assert session.config is not None
+        effort = None if value == DEFAULT_EFFORT else value
+        session.config = session.config.model_copy(update={"reasoning_effort": effort})
+    return True
