@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import anyio
 
 from coder_agent import prompts
 from coder_agent.acp.content import ContentBlock, TextContent
@@ -141,6 +144,9 @@ async def run(turn: Turn, name: str, arguments: str) -> StopReason:
     if name == "model":
         await turn.say(await turn.switch_model(arguments))
         return "end_turn"
+    if name == "undo":
+        await turn.say(await undo(turn))
+        return "end_turn"
     handler = turn.extra_commands.get(name)
     if handler is not None:
         return await handler(turn, arguments)
@@ -178,3 +184,46 @@ def permissions_command(session: Session, arguments: str) -> str:
         f"- From the config — allow: {listing(policy.allow)}; deny: {listing(policy.deny)}\n\n"
         "`/permissions revoke <rule>` forgets a remembered rule; `/permissions clear` forgets them all.\n"
     )
+
+
+async def undo(turn: Turn) -> str:
+    """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
+    from coder_agent.checkpoints import CheckpointError
+    from coder_agent.tools.files import FileAccess, ToolError
+
+    session = turn.session
+    if session.checkpoints is None:
+        return "Undo is not available in this session.\n"
+    files = FileAccess(session.client)
+
+    async def read_current(path: Path) -> str | None:
+        try:
+            return await files.read_text(path) if await files.exists(path) else None
+        except ToolError:
+            return None
+
+    try:
+        plan = await session.checkpoints.undo_last(read_current)
+    except CheckpointError as exc:
+        return f"Undo failed: {exc}\n"
+    if plan is None:
+        return "Nothing to undo: no turn of this session changed files.\n"
+    lines = []
+    try:
+        for restore in plan.files:
+            path = Path(restore.path)
+            session.file_hashes.pop(restore.path, None)
+            if restore.text is None:
+                await anyio.Path(path).unlink(missing_ok=True)
+                lines.append(f"- deleted `{restore.path}` (the turn created it)")
+            else:
+                await files.write_text(path, restore.text)
+                lines.append(f"- restored `{restore.path}`")
+    except (ToolError, OSError) as exc:
+        session.checkpoints.history.append(plan.checkpoint)
+        return f"Undo stopped: {exc}\n" + "\n".join(lines) + "\n"
+    warning = ""
+    if plan.changed_since:
+        changed = ", ".join(f"`{p}`" for p in plan.changed_since)
+        warning = f"\n\nNote: {changed} had changed since the agent's edit; those later changes were undone too."
+    return "Undid the last turn's file changes:\n" + "\n".join(lines) + warning + "\n"

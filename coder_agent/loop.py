@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coder_agent import commands, environment, prompts
+import anyio
+
+from coder_agent import commands, environment, persistence, prompts
 from coder_agent.acp.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
 from coder_agent.acp.schema import (
     AgentMessageChunk,
@@ -32,6 +34,7 @@ from coder_agent.acp.schema import (
     StopReason,
     UsageUpdate,
 )
+from coder_agent.checkpoints import Checkpoints
 from coder_agent.compaction import compact
 from coder_agent.config import CliOverrides, Config, ConfigError, load_config, resolve_api_key
 from coder_agent.errors import AuthRequired, InternalError
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 
 CommandHandler = Callable[["Turn", str], Awaitable[StopReason]]
 TITLE_CHARS = 60
+PERSIST_TIMEOUT = 5.0
 
 DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
@@ -91,6 +95,7 @@ class AgentLoop:
         session.config = self._load_config(session.cwd)
         self._settings(session.config)
         session.permissions = _policy(session.cwd, session.config)
+        session.checkpoints = Checkpoints(session.cwd, session_id=session.id)
         start_background_import()  # a prompt is coming: have the model library ready for it
 
     async def authenticate(self) -> None:
@@ -105,9 +110,15 @@ class AgentLoop:
         config = session.config
         model = self.model_factory(self._settings(config))
         turn = Turn(session, config, model, self.make_tools(session), self._settings)
+        for block in prompt:
+            persistence.record_update(session.events, {"sessionUpdate": "user_message_chunk", "content": block.wire()})
         command = commands.parse(prompt)
         if command is not None:
-            return await commands.run(turn, *command)
+            try:
+                return await commands.run(turn, *command)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await session.persist()
         await _name_session(session, prompt)
         return await turn.run(prompt)
 
@@ -214,11 +225,19 @@ class Turn:
             await self.say(f"_{note}_\n\n")
         turn_start = len(self.history)
         self.history.append(user.message)
+        checkpoints = self.session.checkpoints
+        if checkpoints is not None:
+            checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
+        await self.session.persist()
         system = await self.system_message()
         try:
             return await self.loop(system, turn_start)
         finally:
             self.repair_history()
+            if checkpoints is not None:
+                checkpoints.end_turn()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
+                await self.session.persist()
 
     async def loop(self, system: Message, turn_start: int) -> StopReason:
         compacted_for_overflow = False
@@ -245,6 +264,7 @@ class Turn:
             compacted_for_overflow = False
             self.history.append(turn.message)
             await self.report_usage(turn)
+            await self.session.persist()
             if turn.finish_reason == "content_filter":
                 del self.history[turn_start:]
                 await self.say("\n\n_The model declined to answer (content filter)._\n")
@@ -261,6 +281,7 @@ class Turn:
                 except TurnCancelled:
                     return "cancelled"
                 self.add_tool_result(call.id, result.output)
+                await self.session.persist()
                 if self.repeating(call, result):
                     await self.say(
                         f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "

@@ -30,8 +30,9 @@ def build_agent(config_file: Path | None = None, model: str | None = None) -> Ac
     from coder_agent.acp.agent import AcpAgent
     from coder_agent.config import CliOverrides
     from coder_agent.loop import AgentLoop
+    from coder_agent.store import SessionStore
 
-    return AcpAgent(AgentLoop(CliOverrides(config_file=config_file, model=model)))
+    return AcpAgent(AgentLoop(CliOverrides(config_file=config_file, model=model)), SessionStore())
 
 
 async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], AcpAgent] = build_agent) -> None:

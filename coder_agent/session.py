@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from coder_agent.acp.schema import McpServer, StopReason
 from coder_agent.turn import TurnRunner
 
 if TYPE_CHECKING:
+    from coder_agent.checkpoints import Checkpoints
     from coder_agent.config import Config
     from coder_agent.permissions import PermissionPolicy
 
@@ -62,6 +63,15 @@ class Session:
     """The mode and the allow/deny rules; None until a runner with tools opened the session."""
     file_hashes: dict[str, str] = field(default_factory=dict)
     """Content hash of each file as the model last read or wrote it, to refuse edits of stale text."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """What the client was shown (session/update objects, merged), replayed by session/load."""
+    created_at: str = field(default_factory=lambda: utc_now())
+    checkpoints: Checkpoints | None = None
+    """Snapshots of the files each turn changed, for /undo."""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What to close with the session (MCP servers)."""
+    persist: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    """Saves the session (set by the agent when it has a store)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -107,3 +117,13 @@ class Session:
         self.cancel()
         async with self._turn_lock:
             pass
+        closers, self.closers = self.closers, []
+        for close in closers:
+            try:
+                await close()
+            except Exception:
+                log.exception("session %s: closing a resource failed", self.id)
+
+
+async def _nothing() -> None:
+    return None

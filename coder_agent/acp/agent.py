@@ -7,6 +7,7 @@ prompts to the sessions.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from coder_agent import persistence
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
 from coder_agent.acp.schema import (
@@ -24,19 +26,26 @@ from coder_agent.acp.schema import (
     ClientCapabilities,
     ConfigOptionUpdate,
     CurrentModeUpdate,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
+    ResumeSessionRequest,
+    SessionInfo,
     SessionRequest,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
 )
-from coder_agent.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from coder_agent.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
 from coder_agent.options import apply_option, config_options
 from coder_agent.permissions import MODES, mode_state
 from coder_agent.session import Session
+from coder_agent.store import InvalidCursor, InvalidSessionId, SessionNotFound, SessionRecord, SessionStore, StoreError
 from coder_agent.turn import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -49,8 +58,9 @@ AFTER_RESPONSE_DELAY = 0.02
 class AcpAgent:
     """The agent's method table and session registry; a `rpc.Dispatcher`."""
 
-    def __init__(self, runner: TurnRunner) -> None:
+    def __init__(self, runner: TurnRunner, store: SessionStore | None = None) -> None:
         self.runner = runner
+        self.store = store
         self.peer: Peer | None = None
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
@@ -61,6 +71,11 @@ class AcpAgent:
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
             "session/set_config_option": self.set_config_option,
+            "session/load": self.load_session,
+            "session/resume": self.resume_session,
+            "session/list": self.list_sessions,
+            "session/close": self.close_session,
+            "session/delete": self.delete_session,
         }
 
     def bind(self, peer: Peer, tasks: TaskGroup | None = None) -> None:
@@ -106,9 +121,49 @@ class AcpAgent:
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         request = NewSessionRequest.model_validate(params)
-        cwd = _absolute_dir("cwd", request.cwd)
-        extra = [_absolute_dir(f"additionalDirectories.{i}", d) for i, d in enumerate(request.additional_directories)]
-        session_id = f"sess_{uuid.uuid4().hex}"
+        session = await self._open(f"sess_{uuid.uuid4().hex}", request.cwd, request.additional_directories, request)
+        log.info("session %s opened in %s", session.id, session.cwd)
+        return NewSessionResponse(session_id=session.id, **self._session_state(session)).wire()
+
+    async def load_session(self, params: Any) -> dict[str, Any]:
+        request = LoadSessionRequest.model_validate(params)
+        return await self._reopen(request.session_id, request.cwd, request.additional_directories, request, True)
+
+    async def resume_session(self, params: Any) -> dict[str, Any]:
+        request = ResumeSessionRequest.model_validate(params)
+        return await self._reopen(request.session_id, request.cwd, request.additional_directories, request, False)
+
+    async def _reopen(self, session_id: str, cwd: str, extra: list[str], request: Any, replay: bool) -> dict[str, Any]:
+        """session/load (with replay) and session/resume (without): the stored session, live again."""
+        record = await self._load_record(session_id)
+        previous = self.sessions.pop(session_id, None)
+        if previous is not None:
+            await previous.aclose()  # replaced: its turn, terminals and MCP servers end here
+        session = await self._open(session_id, cwd, extra, request, record)
+        if replay:
+            assert self.peer is not None
+            for event in session.events:
+                await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
+        log.info("session %s %s (%d messages)", session.id, "loaded" if replay else "resumed", len(record.messages))
+        return LoadSessionResponse(**self._session_state(session)).wire()
+
+    async def _load_record(self, session_id: str) -> SessionRecord:
+        if self.store is None:
+            raise ResourceNotFound(
+                f"Session not found: {session_id} (sessions are not stored)", {"sessionId": session_id}
+            )
+        try:
+            return await anyio.to_thread.run_sync(self.store.load, session_id)
+        except (SessionNotFound, InvalidSessionId):
+            raise ResourceNotFound(f"Session not found: {session_id}", {"sessionId": session_id}) from None
+        except StoreError as exc:
+            raise InternalError(f"Session {session_id} cannot be loaded: {exc}") from None
+
+    async def _open(
+        self, session_id: str, cwd_text: str, extra_dirs: list[str], request: Any, record: SessionRecord | None = None
+    ) -> Session:
+        cwd = _absolute_dir("cwd", cwd_text)
+        extra = [_absolute_dir(f"additionalDirectories.{i}", d) for i, d in enumerate(extra_dirs)]
         assert self.peer is not None, "bind() the agent to a connection first"
         session = Session(
             id=session_id,
@@ -119,15 +174,61 @@ class AcpAgent:
             mcp_servers=list(request.mcp_servers),
         )
         await self.runner.open_session(session)
+        if record is not None:
+            persistence.restore(session, record)
+        session.client.observer = lambda update: persistence.record_update(session.events, update)
+        if self.store is not None:
+            session.persist = persistence.saver(session, self.store)
         self.sessions[session_id] = session
-        log.info("session %s opened in %s", session_id, cwd)
         if self._tasks is not None:
             self._tasks.start_soon(self._after_response, session)
-        response = NewSessionResponse(session_id=session_id)
-        if session.permissions is not None:
-            response.modes = mode_state(session.permissions.mode)
-            response.config_options = config_options(session)
-        return response.wire()
+        return session
+
+    @staticmethod
+    def _session_state(session: Session) -> dict[str, Any]:
+        if session.permissions is None:
+            return {}
+        return {"modes": mode_state(session.permissions.mode), "config_options": config_options(session)}
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        request = ListSessionsRequest.model_validate(params or {})
+        if request.cwd is not None and not Path(request.cwd).is_absolute():
+            raise InvalidParams(f"Invalid params: cwd: must be an absolute path, got {request.cwd!r}")
+        if self.store is None:
+            return ListSessionsResponse(sessions=[]).wire()
+        try:
+            page, cursor = await anyio.to_thread.run_sync(self.store.list, request.cwd, request.cursor)
+        except InvalidCursor:
+            raise InvalidParams("Invalid params: cursor: not a cursor from session/list") from None
+        sessions = [
+            SessionInfo(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                updated_at=s.updated_at,
+                additional_directories=s.additional_directories or None,
+            )
+            for s in page
+        ]
+        return ListSessionsResponse(sessions=sessions, next_cursor=cursor).wire()
+
+    async def close_session(self, params: Any) -> dict[str, Any]:
+        request = SessionRequest.model_validate(params)
+        session = self._session(request)
+        del self.sessions[session.id]
+        await session.aclose()
+        log.info("session %s closed", session.id)
+        return {}
+
+    async def delete_session(self, params: Any) -> dict[str, Any]:
+        request = SessionRequest.model_validate(params)
+        session = self.sessions.pop(request.session_id, None)
+        if session is not None:
+            await session.aclose()
+        if self.store is not None:
+            with contextlib.suppress(InvalidSessionId):  # it never existed: deleting it succeeds silently
+                await anyio.to_thread.run_sync(self.store.delete, request.session_id)
+        return {}
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         request = PromptRequest.model_validate(params)

@@ -7,7 +7,7 @@ Callers check `can_read_files`, `can_write_files` and `has_terminal` and fall ba
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from coder_agent.acp.schema import (
@@ -47,6 +47,8 @@ class AcpClient:
         self._peer = peer
         self.capabilities = capabilities
         self.session_id = session_id
+        self.observer: Callable[[dict[str, Any]], None] | None = None
+        """Sees every update sent (the session's replay log)."""
 
     @property
     def can_read_files(self) -> bool:
@@ -67,7 +69,10 @@ class AcpClient:
 
     async def update(self, update: SessionUpdate) -> None:
         """Send one `session/update` notification."""
-        await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
+        wire = update.wire()
+        if self.observer is not None:
+            self.observer(wire)
+        await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})
 
     async def _call(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         return await self._peer.request(method, {"sessionId": self.session_id, **params}, timeout=timeout)

@@ -29,10 +29,10 @@ ENV_AUTH_METHOD = {
 def agent_capabilities() -> dict[str, Any]:
     """What this agent implements, and nothing more."""
     return {
-        "loadSession": False,
-        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "loadSession": True,
+        "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "mcpCapabilities": {"http": False, "sse": False},
-        "sessionCapabilities": {},
+        "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
     }
 
 

@@ -170,6 +170,43 @@ class NewSessionResponse(AcpModel):
     config_options: list[SessionConfigOption] | None = None
 
 
+class LoadSessionRequest(AcpModel):
+    session_id: str
+    cwd: str
+    mcp_servers: list[McpServer]
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class ResumeSessionRequest(AcpModel):
+    session_id: str
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class LoadSessionResponse(AcpModel):
+    modes: SessionModeState | None = None
+    config_options: list[SessionConfigOption] | None = None
+
+
+class ListSessionsRequest(AcpModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class SessionInfo(AcpModel):
+    session_id: str
+    cwd: str
+    title: str | None = None
+    updated_at: str | None = None
+    additional_directories: list[str] | None = None
+
+
+class ListSessionsResponse(AcpModel):
+    sessions: list[SessionInfo]
+    next_cursor: str | None = None
+
+
 class SessionRequest(AcpModel):
     """Any request that names a session."""
 

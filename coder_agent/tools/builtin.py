@@ -34,9 +34,11 @@ from coder_agent.acp.content import (
     ToolKind,
 )
 from coder_agent.acp.schema import AgentMessageChunk, PlanUpdate, ToolCallStart, ToolCallUpdate
+from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import ClientError
 from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action, PermissionPolicy, is_inside, resolve_path
+from coder_agent.persistence import replace_content
 from coder_agent.session import Session
 from coder_agent.tools import search, shell
 from coder_agent.tools.base import ToolResult, TurnCancelled
@@ -59,6 +61,8 @@ class Outcome:
     output: str
     display: list[ToolCallContent] = field(default_factory=list)
     failed: bool = False
+    replay: list[ToolCallContent] | None = None
+    """What a reloaded session shows instead of `display` (a terminal's output once the terminal is gone)."""
 
 
 @dataclass
@@ -156,9 +160,7 @@ class WriteFile(BuiltinTool):
         diff = DiffContent(path=str(path), old_text=old, new_text=params.content)
 
         async def run() -> Outcome:
-            await tools.check_unchanged(path, old)
-            await tools.files.write_text(path, params.content)
-            tools.remember(path, params.content)
+            await tools.write(path, old, params.content)
             lines = params.content.count("\n") + (0 if params.content.endswith("\n") or not params.content else 1)
             verb = "Created" if old is None else "Overwrote"
             return Outcome(f"{verb} {path} ({lines} lines).", [diff])
@@ -218,9 +220,7 @@ class EditFile(BuiltinTool):
         locations = [ToolCallLocation(path=str(path), line=r.first) for r in ranges[:MAX_LOCATIONS]]
 
         async def run() -> Outcome:
-            await tools.check_unchanged(path, old)
-            await tools.files.write_text(path, result.new_text)
-            tools.remember(path, result.new_text)
+            await tools.write(path, old, result.new_text)
             return Outcome(result.message(str(path)), [diff])
 
         return Prepared(tools.action("edit", path), self.title(params, tools), run, locations, [diff])
@@ -326,11 +326,10 @@ class RunCommand(BuiltinTool):
                     await tools.progress(display)
 
                 result = await shell.run_in_terminal(tools.client, params.command, cwd, timeout, show)
-            else:
-                result = await shell.run_locally(params.command, cwd, timeout)
-                display.append(
-                    _text(f"```\n{truncate_middle(result.output, 10_000)}\n```" if result.output else "(no output)")
-                )
+                replay: list[ToolCallContent] = [_output_block(result.output)]
+                return Outcome(_command_report(result, timeout), display, result.exit_code != 0, replay)
+            result = await shell.run_locally(params.command, cwd, timeout)
+            display.append(_output_block(result.output))
             return Outcome(_command_report(result, timeout), display, failed=result.exit_code != 0)
 
         return Prepared(Action("execute", command=params.command), self.title(params, tools), run)
@@ -413,6 +412,8 @@ class BuiltinTools:
         except ToolError as exc:
             return await self._fail(str(exc))
         await self._update(status="failed" if outcome.failed else "completed", content=outcome.display or None)
+        if outcome.replay is not None:
+            replace_content(self.session.events, call.id, [c.wire() for c in outcome.replay])
         return ToolResult(outcome.output, failed=outcome.failed)
 
     # ---- helpers for the tools ----------------------------------------------------------------
@@ -446,6 +447,20 @@ class BuiltinTools:
         current = await self.files.read_text(path) if await self.files.exists(path) else None
         if current != expected:
             raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
+
+    async def write(self, path: Path, old: str | None, new: str) -> None:
+        """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
+        await self.check_unchanged(path, old)
+        checkpoints = self.session.checkpoints
+        if checkpoints is not None:
+            try:
+                await checkpoints.before_change(path, old)
+            except CheckpointError as exc:
+                log.warning("no undo snapshot of %s: %s", path, exc)
+        await self.files.write_text(path, new)
+        if checkpoints is not None:
+            checkpoints.after_change(path, new)
+        self.remember(path, new)
 
     async def progress(self, content: list[ToolCallContent]) -> None:
         await self._update(content=list(content))
@@ -523,6 +538,10 @@ class BuiltinTools:
 
 def _text(text: str) -> ContentToolCallContent:
     return ContentToolCallContent(content=TextContent(text=text))
+
+
+def _output_block(output: str) -> ContentToolCallContent:
+    return _text(f"```\n{truncate_middle(output, 10_000)}\n```" if output else "(no output)")
 
 
 def _raw_input(arguments: str) -> Any:

@@ -195,7 +195,7 @@ async def _memory_lines(stream: MemoryObjectReceiveStream[bytes]) -> AsyncIterat
 
 
 @asynccontextmanager
-async def in_process_agent(runner: Any = None) -> AsyncIterator[FakeClient]:
+async def in_process_agent(runner: Any = None, store: Any = None) -> AsyncIterator[FakeClient]:
     """Run the agent's `serve()` in this event loop over memory streams, with a FakeClient on the other end.
 
     Leaving the block closes the agent's input (EOF) and waits for the agent to shut down cleanly.
@@ -214,7 +214,7 @@ async def in_process_agent(runner: Any = None) -> AsyncIterator[FakeClient]:
 
         async def run_agent() -> None:
             try:
-                await serve(to_agent_receive, from_agent_send, lambda: AcpAgent(runner or EchoTurnRunner()))
+                await serve(to_agent_receive, from_agent_send, lambda: AcpAgent(runner or EchoTurnRunner(), store))
             finally:
                 from_agent_send.close()
                 agent_done.set()

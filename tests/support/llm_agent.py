@@ -10,6 +10,7 @@ from typing import Any
 
 from coder_agent.config import CliOverrides
 from coder_agent.loop import AgentLoop, ToolSetFactory
+from coder_agent.store import SessionStore
 from tests.support.acp_client import FakeClient, in_process_agent
 from tests.support.editor import FakeEditor
 from tests.support.fake_llm import FakeLLM
@@ -66,21 +67,30 @@ async def llm_agent(
 
 @asynccontextmanager
 async def tool_agent(
-    tmp_path: Path, llm: FakeLLM, *, fs: bool = True, terminal: bool = True, mode: str | None = None, **fields: Any
+    tmp_path: Path,
+    llm: FakeLLM,
+    *,
+    fs: bool = True,
+    terminal: bool = True,
+    mode: str | None = None,
+    store: SessionStore | None = None,
+    open_session: bool = True,
+    **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
     """An agent with the built-in tools, a real fake editor on `tmp_path/work`, and one session there.
 
-    Yields the client, the editor, the session id and the work folder. `mode` sets the session mode.
+    Yields the client, the editor, the session id ("" with `open_session=False`) and the work folder.
+    `mode` sets the session mode; `store` keeps sessions on disk.
     """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     if mode is not None:
         fields["default_mode"] = mode
-    async with in_process_agent(make_loop(tmp_path, llm, **fields)) as client:
+    async with in_process_agent(make_loop(tmp_path, llm, **fields), store) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
             await client.initialize(editor.capabilities())
-            session_id = await client.new_session(str(work))
+            session_id = await client.new_session(str(work)) if open_session else ""
             yield client, editor, session_id, work
         finally:
             await editor.aclose()

@@ -54,12 +54,14 @@ async def spawned_agent(
 ) -> AsyncIterator[SpawnedAgent]:
     """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone.
 
-    With `llm`, the agent's model is the fake server. The user's own config folder is kept out of it.
+    With `llm`, the agent's model is the fake server. The user's own config and data folders are kept out of it:
+    agents spawned with the same `tmp_path` share their stored sessions, like one user's editors would.
     """
     stderr_path = tmp_path / "agent-stderr.log"
     full_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")},
         "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
         "CODER_AGENT_LOG_LEVEL": "debug",
     }
     if llm is not None:

@@ -1,0 +1,537 @@
+"""Tests for coder_agent.checkpoints: snapshots, undo plans, the git and file blob stores, and git state left alone.
+
+Git repositories are real ones created in tmp_path with gitpython; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+import pytest
+
+from coder_agent.checkpoints import (
+    REF_PREFIX,
+    BlobStore,
+    CheckpointError,
+    Checkpoints,
+    FileBlobStore,
+    FileRestore,
+    FileSnapshot,
+    GitBlobStore,
+    TurnCheckpoint,
+    apply_locally,
+    blob_store_for,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _no_enclosing_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep git from finding a repository above tmp_path, and from reading the user's git config."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def make_repo(path: Path) -> git.Repo:
+    path.mkdir(parents=True, exist_ok=True)
+    repo = git.Repo.init(path)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "Test")
+        config.set_value("user", "email", "test@example.com")
+        config.set_value("commit", "gpgsign", "false")
+    (path / "a.txt").write_text("a0\n", encoding="utf-8")
+    (path / "b.txt").write_text("b0\n", encoding="utf-8")
+    repo.git.add("a.txt", "b.txt")
+    repo.git.commit("-m", "init")
+    return repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[git.Repo]:
+    repo = make_repo(tmp_path / "repo")
+    yield repo
+    repo.close()
+
+
+@pytest.fixture(params=["git", "plain"])
+def workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, BlobStore]]:
+    """A project folder and the store it gets: inside a git repository, or outside any."""
+    if request.param == "git":
+        repo = make_repo(tmp_path / "project")
+        yield tmp_path / "project", GitBlobStore(tmp_path / "project")
+        repo.close()
+    else:
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "a.txt").write_text("a0\n", encoding="utf-8")
+        (project / "b.txt").write_text("b0\n", encoding="utf-8")
+        yield project, FileBlobStore(tmp_path / "data" / "blobs")
+
+
+async def write(checkpoints: Checkpoints, path: Path, text: str) -> None:
+    """What a file-writing tool does: snapshot, write, note what it wrote."""
+    await checkpoints.before_change(path, read_or_none(path))
+    write_file(path, text)
+    checkpoints.after_change(path, text)
+
+
+def read_or_none(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def write_file(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def private_refs(repo: git.Repo) -> list[str]:
+    return [line for line in repo.git.for_each_ref(REF_PREFIX).splitlines() if line]
+
+
+# --- undo, in and out of git ----------------------------------------------------------------------------------------
+
+
+async def test_snapshot_and_undo_restores_content(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store, session_id="s1")
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    checkpoint = checkpoints.end_turn()
+    assert checkpoint is not None
+    assert checkpoint.turn_id == "t1"
+    assert [f.path for f in checkpoint.files] == [str(cwd / "a.txt")]
+    assert checkpoints.history == [checkpoint]
+
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.turn_id == "t1"
+    assert plan.files == (FileRestore(str(cwd / "a.txt"), "a0\n", changed_since=False),)
+    assert plan.changed_since == []
+    assert (cwd / "a.txt").read_text(encoding="utf-8") == "a1\n"  # a plan, not a write
+    assert checkpoints.history == []
+
+    await apply_locally(plan)
+    assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
+    assert await checkpoints.undo_last() is None
+
+
+async def test_file_created_by_the_turn_is_planned_for_deletion(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "new" / "made.py", "print('hi')\n")
+    checkpoint = checkpoints.end_turn()
+    assert checkpoint is not None
+    assert checkpoint.files[0].blob is None
+
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.files == (FileRestore(str(cwd / "new" / "made.py"), None),)
+    assert plan.files[0].delete
+    await apply_locally(plan)
+    assert not (cwd / "new" / "made.py").exists()
+
+
+async def test_multiple_files_and_changes_keep_the_first_snapshot(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "b.txt", "b1\n")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    await write(checkpoints, cwd / "b.txt", "b2\n")
+    await write(checkpoints, cwd / "c.txt", "c1\n")
+    await write(checkpoints, cwd / "a.txt", "a2\n")
+    await write(checkpoints, cwd / "c.txt", "c2\n")
+    checkpoint = checkpoints.end_turn()
+    assert checkpoint is not None
+    assert [Path(f.path).name for f in checkpoint.files] == ["b.txt", "a.txt", "c.txt"]
+
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert [(Path(f.path).name, f.text) for f in plan.files] == [("b.txt", "b0\n"), ("a.txt", "a0\n"), ("c.txt", None)]
+    assert plan.changed_since == []
+    await apply_locally(plan)
+    assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
+    assert (cwd / "b.txt").read_text(encoding="utf-8") == "b0\n"
+    assert not (cwd / "c.txt").exists()
+
+
+async def test_two_turns_undo_in_lifo_order(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    checkpoints.end_turn()
+    checkpoints.begin_turn("quiet")
+    assert checkpoints.end_turn() is None  # a turn that changed nothing leaves no checkpoint
+    checkpoints.begin_turn("t2")
+    await write(checkpoints, cwd / "a.txt", "a2\n")
+    await write(checkpoints, cwd / "d.txt", "d1\n")
+    checkpoints.end_turn()
+    assert [c.turn_id for c in checkpoints.history] == ["t1", "t2"]
+
+    second = await checkpoints.undo_last()
+    assert second is not None
+    assert second.turn_id == "t2"
+    assert [(Path(f.path).name, f.text) for f in second.files] == [("a.txt", "a1\n"), ("d.txt", None)]
+    await apply_locally(second)
+
+    first = await checkpoints.undo_last()
+    assert first is not None
+    assert first.turn_id == "t1"
+    assert [(Path(f.path).name, f.text, f.changed_since) for f in first.files] == [("a.txt", "a0\n", False)]
+    await apply_locally(first)
+    assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
+    assert not (cwd / "d.txt").exists()
+    assert await checkpoints.undo_last() is None
+
+
+async def test_file_edited_by_the_user_after_the_turn_is_flagged(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    await write(checkpoints, cwd / "b.txt", "b1\n")
+    await write(checkpoints, cwd / "new.txt", "n1\n")
+    checkpoints.end_turn()
+    (cwd / "a.txt").write_text("a1 and the user's line\n", encoding="utf-8")
+    (cwd / "new.txt").unlink()
+
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.changed_since == [str(cwd / "a.txt"), str(cwd / "new.txt")]
+    by_name = {Path(f.path).name: f for f in plan.files}
+    assert by_name["a.txt"].text == "a0\n"  # still restores the content from before the turn
+    assert not by_name["b.txt"].changed_since
+
+
+async def test_undo_reads_current_content_through_the_callers_reader(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    await write(checkpoints, cwd / "b.txt", "b1\n")
+    checkpoints.end_turn()
+    editor_buffers = {str(cwd / "a.txt"): "a1 edited in an unsaved buffer\n", str(cwd / "b.txt"): "b1\n"}
+    read_paths: list[Path] = []
+
+    async def read_current(path: Path) -> str | None:
+        read_paths.append(path)
+        return editor_buffers.get(str(path))
+
+    plan = await checkpoints.undo_last(read_current)
+    assert plan is not None
+    assert read_paths == [cwd / "a.txt", cwd / "b.txt"]
+    assert plan.changed_since == [str(cwd / "a.txt")]
+
+
+async def test_unrecorded_after_state_is_not_flagged(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await checkpoints.before_change(cwd / "a.txt", "a0\n")  # the write then failed: no after_change
+    checkpoints.end_turn()
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.files == (FileRestore(str(cwd / "a.txt"), "a0\n", changed_since=False),)
+
+
+async def test_relative_paths_are_resolved_against_cwd(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await checkpoints.before_change(Path("sub/../a.txt"), "a0\n")
+    await checkpoints.before_change(cwd / "a.txt", "a1\n")
+    checkpoints.after_change(Path("a.txt"), "a2\n")
+    checkpoint = checkpoints.end_turn()
+    assert checkpoint is not None
+    assert len(checkpoint.files) == 1
+    assert checkpoint.files[0].path == str(cwd / "a.txt")
+    assert checkpoint.files[0].after is not None
+
+
+async def test_undo_ends_an_open_turn_first(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store)
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.turn_id == "t1"
+    assert not checkpoints.turn_open
+
+
+async def test_before_change_outside_a_turn_is_refused(tmp_path: Path) -> None:
+    checkpoints = Checkpoints(tmp_path, FileBlobStore(tmp_path / "blobs"))
+    with pytest.raises(CheckpointError, match="begin_turn"):
+        await checkpoints.before_change(tmp_path / "a.txt", "x")
+
+
+async def test_text_round_trips_exactly(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    texts = ["", "\n\n\n", "no newline", "crlf\r\nline\r\n", "ünïcødé ✓ 🎉\n", "bad byte \udcff kept\n"]
+    for index, text in enumerate(texts):
+        checkpoints = Checkpoints(cwd, store)
+        checkpoints.begin_turn(f"t{index}")
+        await checkpoints.before_change(cwd / "a.txt", text)
+        checkpoints.end_turn()
+        plan = await checkpoints.undo_last()
+        assert plan is not None
+        assert plan.files[0].text == text
+
+
+async def test_apply_locally_keeps_the_file_mode(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\necho 0\n", encoding="utf-8")
+    script.chmod(0o755)
+    checkpoints = Checkpoints(tmp_path, FileBlobStore(tmp_path / "blobs"))
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, script, "#!/bin/sh\necho 1\n")
+    checkpoints.end_turn()
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    await apply_locally(plan)
+    assert script.read_text(encoding="utf-8") == "#!/bin/sh\necho 0\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
+
+
+# --- git state left alone ---------------------------------------------------------------------------------------------
+
+
+def index_file(repo: git.Repo) -> tuple[bytes, int]:
+    index = Path(repo.git_dir) / "index"
+    return index.read_bytes(), index.stat().st_mtime_ns
+
+
+def git_state(repo: git.Repo) -> dict[str, object]:
+    """What the user sees of the repository (reading it may refresh the index's stat data, so that is apart)."""
+    return {
+        "head": repo.git.rev_parse("HEAD"),
+        "symbolic_head": repo.git.symbolic_ref("HEAD"),
+        "branches": repo.git.branch("--all", "--verbose", "--no-abbrev"),
+        "tags": repo.git.tag(),
+        "stash": repo.git.stash("list"),
+        "cached": repo.git.diff("--cached"),
+        "diff": repo.git.diff(),
+        "status": repo.git.status("--porcelain=v1", "--untracked-files=all"),
+        "log_all": repo.git.log("--all", "--oneline", "--graph"),
+        "heads_and_tags": repo.git.for_each_ref("refs/heads", "refs/tags", "refs/stash"),
+    }
+
+
+async def test_snapshotting_leaves_index_head_branches_stash_and_status_alone(repo: git.Repo) -> None:
+    cwd = Path(repo.working_tree_dir or "")
+    repo.git.branch("feature")
+    (cwd / "a.txt").write_text("a stashed\n", encoding="utf-8")
+    repo.git.stash("push", "-m", "user's stash")
+    (cwd / "a.txt").write_text("a staged\n", encoding="utf-8")
+    repo.git.add("a.txt")
+    (cwd / "a.txt").write_text("a staged, then edited\n", encoding="utf-8")
+    (cwd / "untracked.txt").write_text("u\n", encoding="utf-8")
+    before = git_state(repo)
+    index_before = index_file(repo)
+
+    checkpoints = Checkpoints(cwd, session_id="s1")  # the store is chosen: git, here
+    checkpoints.begin_turn("t1")
+    await checkpoints.before_change(cwd / "a.txt", (cwd / "a.txt").read_text(encoding="utf-8"))
+    await checkpoints.before_change(cwd / "a.txt", "ignored: not the first change")
+    await checkpoints.before_change(cwd / "b.txt", "b0\n")
+    await checkpoints.before_change(cwd / "untracked.txt", "u\n")
+    await checkpoints.before_change(cwd / "created.txt", None)
+    checkpoint = checkpoints.end_turn()
+    assert checkpoint is not None
+    assert len(checkpoint.files) == 4
+
+    assert index_file(repo) == index_before
+    assert git_state(repo) == before
+    refs = private_refs(repo)
+    assert refs == [f"{repo.git.rev_parse(REF_PREFIX + 's1')} tree\t{REF_PREFIX}s1"]
+
+    index_before = index_file(repo)  # `git status` above may have refreshed it
+    plan = await checkpoints.undo_last()
+    assert plan is not None
+    assert plan.files[0].text == "a staged, then edited\n"
+    assert index_file(repo) == index_before
+    assert git_state(repo) == before
+
+
+async def test_blobs_survive_gc_because_of_the_private_ref(repo: git.Repo) -> None:
+    cwd = Path(repo.working_tree_dir or "")
+    store = GitBlobStore(cwd)
+    unprotected = store.put(b"nobody keeps me\n")
+    checkpoints = Checkpoints(cwd, store, session_id="s1")
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    await write(checkpoints, cwd / "brand-new.txt", "fresh content that only the snapshot knows\n")
+    checkpoints.end_turn()
+    checkpoints.begin_turn("t2")
+    await write(checkpoints, cwd / "brand-new.txt", "second\n")
+    checkpoints.end_turn()
+    blobs = [f.blob for c in checkpoints.history for f in c.files if f.blob is not None]
+    assert len(blobs) == 2
+
+    repo.git.reflog("expire", "--expire=now", "--all")
+    repo.git.gc("--prune=now", "--quiet")
+
+    with pytest.raises(git.GitCommandError):
+        repo.git.cat_file("-e", unprotected)  # the control: an unreferenced blob is pruned
+    for blob in blobs:
+        repo.git.cat_file("-e", blob)
+    second = await checkpoints.undo_last()
+    assert second is not None
+    assert second.files[0].text == "fresh content that only the snapshot knows\n"
+    first = await checkpoints.undo_last()
+    assert first is not None
+    assert [f.text for f in first.files] == ["a0\n", None]
+
+
+async def test_undo_releases_blobs_and_discard_drops_the_ref(repo: git.Repo) -> None:
+    cwd = Path(repo.working_tree_dir or "")
+    checkpoints = Checkpoints(cwd, GitBlobStore(cwd), session_id="s1")
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    checkpoints.end_turn()
+    checkpoints.begin_turn("t2")
+    await write(checkpoints, cwd / "b.txt", "b1\n")
+    checkpoints.end_turn()
+    ref = REF_PREFIX + "s1"
+    a_blob, b_blob = checkpoints.history[0].files[0].blob, checkpoints.history[1].files[0].blob
+    assert set(repo.git.ls_tree("--name-only", ref).split()) == {a_blob, b_blob}
+
+    await checkpoints.undo_last()
+    assert repo.git.ls_tree("--name-only", ref).split() == [a_blob]
+    await checkpoints.discard()
+    assert private_refs(repo) == []
+    assert checkpoints.history == []
+
+
+async def test_sessions_in_one_repository_keep_separate_refs(repo: git.Repo) -> None:
+    cwd = Path(repo.working_tree_dir or "")
+    one, two = Checkpoints(cwd, session_id="one"), Checkpoints(cwd, session_id="two/odd name")
+    for checkpoints in (one, two):
+        checkpoints.begin_turn("t1")
+        await write(checkpoints, cwd / "a.txt", f"{checkpoints.session_id}\n")
+        checkpoints.end_turn()
+    refs = [line.split("\t")[1] for line in private_refs(repo)]
+    assert refs == [REF_PREFIX + "one", GitBlobStore.ref_for("two/odd name")]
+    assert GitBlobStore.ref_for("two/odd name").startswith(REF_PREFIX + "two_odd_name-")
+    await one.discard()
+    assert [line.split("\t")[1] for line in private_refs(repo)] == [GitBlobStore.ref_for("two/odd name")]
+
+
+def test_git_blob_ids_are_git_object_ids(repo: git.Repo) -> None:
+    store = GitBlobStore(Path(repo.working_tree_dir or ""))
+    data = b"trailing newlines kept\n\n"
+    blob = store.put(data)
+    assert blob == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    assert repo.git.cat_file("-t", blob) == "blob"
+    assert store.get(blob) == data
+    with pytest.raises(CheckpointError):
+        store.get("HEAD")
+    with pytest.raises(CheckpointError):
+        store.get("0" * 40)
+
+
+# --- the file store -------------------------------------------------------------------------------------------------
+
+
+def test_file_store_is_content_addressed_and_atomic(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "blobs")
+    first = store.put(b"same\r\n")
+    assert store.put(b"same\r\n") == first
+    assert len(first) == 64
+    files = [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]
+    assert files == [tmp_path / "blobs" / first[:2] / first[2:]]
+    assert store.get(first) == b"same\r\n"
+    assert store.get(store.put(b"")) == b""
+
+
+def test_file_store_refuses_bad_ids_and_reports_missing_or_corrupt_blobs(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "blobs")
+    for bad in ["../../etc/passwd", "a" * 40, "A" * 64, ""]:
+        with pytest.raises(CheckpointError, match="not a snapshot id"):
+            store.get(bad)
+    with pytest.raises(CheckpointError, match="gone"):
+        store.get("0" * 64)
+    blob = store.put(b"original")
+    (tmp_path / "blobs" / blob[:2] / blob[2:]).write_bytes(b"tampered")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        store.get(blob)
+
+
+def test_blob_store_for_picks_git_inside_a_work_tree_and_files_outside(tmp_path: Path, repo: git.Repo) -> None:
+    cwd = Path(repo.working_tree_dir or "")
+    (cwd / "sub").mkdir()
+    assert isinstance(blob_store_for(cwd), GitBlobStore)
+    assert isinstance(blob_store_for(cwd / "sub"), GitBlobStore)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    store = blob_store_for(plain, data_dir=tmp_path / "data")
+    assert isinstance(store, FileBlobStore)
+    assert store.root == tmp_path / "data" / "blobs"
+    assert isinstance(blob_store_for(Path(repo.git_dir), data_dir=tmp_path / "data"), FileBlobStore)
+
+
+async def test_default_store_outside_git_uses_the_data_dir(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    checkpoints = Checkpoints(project, data_dir=tmp_path / "data")
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, project / "a.txt", "a1\n")
+    checkpoints.end_turn()
+    assert len([p for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()]) == 0  # a new file: no blob
+    checkpoints.begin_turn("t2")
+    await write(checkpoints, project / "a.txt", "a2\n")
+    checkpoints.end_turn()
+    assert len([p for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()]) == 1
+
+
+# --- serialization --------------------------------------------------------------------------------------------------
+
+
+async def test_checkpoint_round_trips_through_json_and_a_new_recorder_can_undo(
+    workspace: tuple[Path, BlobStore],
+) -> None:
+    cwd, store = workspace
+    checkpoints = Checkpoints(cwd, store, session_id="s1")
+    checkpoints.begin_turn("t1")
+    await write(checkpoints, cwd / "a.txt", "a1\n")
+    await write(checkpoints, cwd / "made.txt", "m1\n")
+    checkpoints.end_turn()
+    record = json.dumps([c.to_dict() for c in checkpoints.history])
+
+    restored = [TurnCheckpoint.from_dict(d) for d in json.loads(record)]
+    assert restored == checkpoints.history
+    assert restored[0].files[1] == FileSnapshot(str(cwd / "made.txt"), None, restored[0].files[1].after)
+
+    later = Checkpoints(cwd, store, session_id="s1")  # e.g. after the agent restarted and loaded the session
+    later.history = restored
+    (cwd / "a.txt").write_text("a1, then the user\n", encoding="utf-8")
+    plan = await later.undo_last()
+    assert plan is not None
+    assert [(Path(f.path).name, f.text) for f in plan.files] == [("a.txt", "a0\n"), ("made.txt", None)]
+    assert plan.changed_since == [str(cwd / "a.txt")]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"turn_id": "t", "created_at": "now", "files": "nope"},
+        {"turn_id": "t", "created_at": "now", "files": [{"blob": None}]},
+        {"turn_id": "t", "created_at": "now", "files": [{"path": "/p", "blob": "../../x"}]},
+        {"turn_id": "t", "created_at": "now", "files": [{"path": "/p", "blob": None, "after": 3}]},
+        {"turn_id": "t", "created_at": "now", "files": ["/p"]},
+    ],
+)
+def test_malformed_records_are_refused(data: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"."):
+        TurnCheckpoint.from_dict(data)
