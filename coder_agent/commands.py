@@ -144,6 +144,9 @@ async def run(turn: Turn, name: str, arguments: str) -> StopReason:
     if name == "model":
         await turn.say(await turn.switch_model(arguments))
         return "end_turn"
+    if name == "mcp":
+        await turn.say(mcp_report(session))
+        return "end_turn"
     if name == "undo":
         await turn.say(await undo(turn))
         return "end_turn"
@@ -227,3 +230,17 @@ async def undo(turn: Turn) -> str:
         changed = ", ".join(f"`{p}`" for p in plan.changed_since)
         warning = f"\n\nNote: {changed} had changed since the agent's edit; those later changes were undone too."
     return "Undid the last turn's file changes:\n" + "\n".join(lines) + warning + "\n"
+
+
+def mcp_report(session: Session) -> str:
+    """`/mcp`: each server of the session, its state and its tools."""
+    hub = session.mcp_hub
+    if hub is None:
+        return "This session has no MCP servers (the editor passes them when it opens the session).\n"
+    lines = []
+    for status in hub.statuses():
+        state = {"connected": "connected", "failed": "failed", "closed": "closed"}.get(status.state, status.state)
+        detail = f" — {status.error}" if status.error else f" — {status.tool_count} tool(s)"
+        lines.append(f"- **{status.name}** ({status.transport}): {state}{detail}")
+    tools = ", ".join(f"`{t.qualified_name}`" for t in hub.tools()) or "none"
+    return "**MCP servers**\n\n" + "\n".join(lines) + f"\n\nTools: {tools}\n"

@@ -61,10 +61,12 @@ log = logging.getLogger(__name__)
 CommandHandler = Callable[["Turn", str], Awaitable[StopReason]]
 TITLE_CHARS = 60
 PERSIST_TIMEOUT = 5.0
+MCP_CONNECT_TIMEOUT = 20.0
 
 DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
 
+TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
 
 ToolSetFactory = Callable[[Session], ToolSet]
@@ -96,6 +98,8 @@ class AgentLoop:
         self._settings(session.config)
         session.permissions = _policy(session.cwd, session.config)
         session.checkpoints = Checkpoints(session.cwd, session_id=session.id)
+        if session.mcp_servers:
+            await _connect_mcp(session)
         start_background_import()  # a prompt is coming: have the model library ready for it
 
     async def authenticate(self) -> None:
@@ -103,6 +107,17 @@ class AgentLoop:
 
     async def session_ready(self, session: Session) -> None:
         await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised()))
+        if session.mcp_hub is not None:
+            failed = [status for status in session.mcp_hub.statuses() if status.state == "failed"]
+            if failed:
+                lines = "\n".join(f"- **{status.name}**: {status.error}" for status in failed)
+                await session.client.update(
+                    AgentMessageChunk(
+                        content=TextContent(
+                            text=f"Some MCP servers could not be started; their tools are missing:\n\n{lines}\n"
+                        )
+                    )
+                )
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         if session.config is None:
@@ -177,6 +192,22 @@ def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     except ValueError as exc:
         raise InternalError(f"Invalid config: permissions: {exc}") from None
     return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
+
+
+async def _connect_mcp(session: Session) -> None:
+    """Start the session's MCP servers, all at once; a server that fails is reported, not fatal."""
+    if session.tasks is None:
+        log.warning("session %s: no task group for MCP servers; they are not started", session.id)
+        return
+    from coder_agent.mcp_hub import McpHub, McpServerSpec
+
+    hub = McpHub(task_group=session.tasks, roots=session.roots)
+    session.mcp_hub = hub
+    session.closers.append(hub.aclose)
+    specs = [McpServerSpec.from_acp(server, cwd=session.cwd) for server in session.mcp_servers]
+    statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
+    for status in statuses:
+        log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
@@ -275,12 +306,13 @@ class Turn:
                 return "max_tokens"
             if not turn.tool_calls:
                 return "end_turn"
+            images: list[dict[str, Any]] = []
             for call in turn.tool_calls:
                 try:
                     result = await self.tools.run(call)
                 except TurnCancelled:
                     return "cancelled"
-                self.add_tool_result(call.id, result.output)
+                images += self.add_tool_result(call.id, result.output)
                 await self.session.persist()
                 if self.repeating(call, result):
                     await self.say(
@@ -288,6 +320,8 @@ class Turn:
                         f"{DOOM_LOOP_REPEATS} times in a row. Rephrase the request or give it a hint.\n"
                     )
                     return "end_turn"
+            if images:  # tool messages carry text only: images follow in a user message
+                self.history.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
         await self.say(
             f"\n\n**Stopped after {self.config.max_turn_requests} model requests** (the `max_turn_requests` limit). "
             "Send a message to let it continue.\n"
@@ -382,8 +416,17 @@ class Turn:
 
     # ---- tools --------------------------------------------------------------------------------
 
-    def add_tool_result(self, call_id: str, output: str | list[dict[str, Any]]) -> None:
-        self.history.append({"role": "tool", "tool_call_id": call_id, "content": output})
+    def add_tool_result(self, call_id: str, output: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Answer a tool call; returns the images of the result, which the tool message cannot carry."""
+        if isinstance(output, str):
+            self.history.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            return []
+        images = [part for part in output if part.get("type") == "image_url"]
+        text = "\n".join(str(part.get("text", "")) for part in output if part.get("type") == "text")
+        if images:
+            text += f"\n[{len(images)} image(s) in the next message]"
+        self.history.append({"role": "tool", "tool_call_id": call_id, "content": text.strip() or "(no output)"})
+        return images
 
     def repeating(self, call: ToolCallRequest, result: ToolResult) -> bool:
         fingerprint = hashlib.sha256(f"{call.name}\0{call.arguments}\0{result.text()}".encode()).hexdigest()
@@ -410,6 +453,10 @@ class Turn:
                     )
                     position += 1
                 break
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _has_images(prompt: Sequence[ContentBlock]) -> bool:

@@ -1,8 +1,8 @@
 """One ACP session's MCP servers: connecting them, listing their tools for the model, calling them, closing them.
 
 This is the only module that imports `mcp` (2.x), and it does so lazily, inside the hub's methods: importing
-this module is cheap (~45 ms, mostly anyio; so `supported_transports()` can answer at `initialize`), the `mcp`
-import (~0.4 s of CPU) happens on the first `connect`.
+this module is cheap (~45 ms, mostly anyio), the `mcp` import (~0.4 s of CPU) happens on the first `connect`.
+(`mcp_support.supported_transports()` answers `initialize` without even this module.)
 
 Lifetimes and cancellation
 --------------------------
@@ -66,7 +66,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.util import find_spec
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TextIO
@@ -218,19 +217,6 @@ class McpPromptInfo:
 
 
 @cache
-def supported_transports() -> dict[str, bool]:
-    """Which MCP transports the installed `mcp` package can connect to (for `mcpCapabilities`), without importing it."""
-    spec = find_spec("mcp")  # a top-level find_spec does not run the package
-    if spec is None or not spec.submodule_search_locations:
-        return {"stdio": False, "http": False, "sse": False}
-    client = Path(next(iter(spec.submodule_search_locations))) / "client"
-    return {
-        "stdio": (client / "session.py").is_file(),
-        "http": (client / "streamable_http.py").is_file(),
-        "sse": (client / "sse.py").is_file(),
-    }
-
-
 def qualified_name(server: str, tool: str) -> str:
     """The model-facing name of `tool` on `server`: `mcp__<server>__<tool>`.
 

@@ -4,11 +4,12 @@ A tool call is described as an `Action` (its kind, the paths it touches, the com
 leaves the workspace). `PermissionPolicy.decide` answers allow, ask or deny:
 
 1. a deny rule (config, or "always reject" this session) → deny;
-2. read-only mode and a change or a command → deny;
+2. read-only mode and anything but reading, searching and fetching → deny;
 3. an allow rule (config, or "always allow" this session) → allow;
 4. anything outside the workspace (cwd and additionalDirectories, symlinks resolved) → ask, in every mode;
-5. otherwise the mode decides: reads and searches never ask; edits ask in `default`; commands ask
-   unless `full-auto`.
+5. otherwise the mode decides: reads and searches never ask; file edits ask in `default`; commands and
+   other tools (an MCP server's, for one) ask unless `full-auto`. An MCP tool's annotations give its kind:
+   `readOnlyHint` makes it a read, `destructiveHint` a delete.
 
 Rules are strings, the same in the config file and in memory: `edit:src/**` (a tool kind and a path
 glob, relative to cwd or absolute) or `execute:git status` (a command prefix). A command with shell
@@ -46,8 +47,8 @@ MODES: dict[str, SessionMode] = {
 }
 DEFAULT_MODE = "default"
 
-CHANGE_KINDS = frozenset({"edit", "delete", "move"})
 QUIET_KINDS = frozenset({"read", "search", "think"})
+READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
 PATH_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 SHELL_OPERATORS = re.compile(r"[;&|`<>\n]|\$\(")
 MULTI_WORD_COMMANDS = frozenset(
@@ -78,6 +79,8 @@ class Action:
     paths: tuple[Path, ...] = ()
     command: str | None = None
     outside: bool = False
+    tool: str | None = None
+    """For tools of MCP servers: the model-facing tool name, which rules match."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class Rule:
             if for_allow and SHELL_OPERATORS.search(command):
                 return False
             return command == self.pattern or command.startswith(self.pattern + " ") or self.pattern in ("", "*")
+        if action.tool is not None:
+            return self.pattern in ("", "*") or _glob_regex(self.pattern).fullmatch(action.tool) is not None
         if action.kind in PATH_KINDS:
             return bool(action.paths) and all(_path_matches(self.pattern, path, cwd) for path in action.paths)
         return self.pattern in ("", "*", "**")
@@ -126,7 +131,7 @@ class PermissionPolicy:
         for rule in (*self.deny, *self.session_deny):
             if rule.matches(action, self.cwd, for_allow=False):
                 return "deny", f"denied by the rule `{rule}`"
-        if self.mode == "read-only" and (action.kind in CHANGE_KINDS or action.kind == "execute"):
+        if self.mode == "read-only" and action.kind not in READ_ONLY_KINDS:
             return "deny", "the session is in read-only mode; switch the mode to allow changes and commands"
         for rule in (*self.allow, *self.session_allow):
             if rule.matches(action, self.cwd, for_allow=True):
@@ -135,8 +140,8 @@ class PermissionPolicy:
             return "ask", "it reaches outside the workspace"
         if action.kind in QUIET_KINDS:
             return "allow", "reading is always allowed inside the workspace"
-        if action.kind in CHANGE_KINDS:
-            return ("ask", "edits ask in this mode") if self.mode == DEFAULT_MODE else ("allow", f"{self.mode} mode")
+        if action.kind == "edit" and action.tool is None and self.mode != DEFAULT_MODE:
+            return "allow", f"{self.mode} mode"
         if self.mode == "full-auto":
             return "allow", "full-auto mode"
         return "ask", f"{action.kind} asks in this mode"
@@ -145,6 +150,8 @@ class PermissionPolicy:
         """The rule an "always" answer remembers: a command prefix, or the folder of the paths."""
         if action.kind == "execute":
             return Rule("execute", command_prefix(action.command or ""))
+        if action.tool is not None:
+            return Rule(action.kind, action.tool)
         if action.kind in PATH_KINDS and action.paths:
             return Rule(action.kind, _folder_glob(action.paths[0], self.cwd))
         return Rule(action.kind, "*")
@@ -203,6 +210,8 @@ def _folder_glob(path: Path, cwd: Path) -> str:
 def _describe_scope(rule: Rule) -> str:
     if rule.kind == "execute":
         return f"`{rule.pattern}` commands"
+    if rule.pattern.startswith("mcp__"):
+        return f"`{rule.pattern}` calls"
     if rule.kind in PATH_KINDS:
         where = "the workspace" if rule.pattern == "**" else f"`{rule.pattern.removesuffix('/**')}/`"
         noun = {"read": "reads", "edit": "edits", "search": "searches", "delete": "deletes", "move": "moves"}[rule.kind]

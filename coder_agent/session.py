@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from coder_agent.acp.client import AcpClient
 from coder_agent.acp.content import ContentBlock
@@ -25,6 +26,7 @@ from coder_agent.turn import TurnRunner
 if TYPE_CHECKING:
     from coder_agent.checkpoints import Checkpoints
     from coder_agent.config import Config
+    from coder_agent.mcp_hub import McpHub
     from coder_agent.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,10 @@ class Session:
     created_at: str = field(default_factory=lambda: utc_now())
     checkpoints: Checkpoints | None = None
     """Snapshots of the files each turn changed, for /undo."""
+    mcp_hub: McpHub | None = None
+    """The session's MCP servers, when the client gave some."""
+    tasks: TaskGroup | None = None
+    """A long-lived task group for what the session runs in the background (MCP connections)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close with the session (MCP servers)."""
     persist: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())

@@ -173,9 +173,15 @@ class AcpAgent:
             additional_directories=extra,
             mcp_servers=list(request.mcp_servers),
         )
-        await self.runner.open_session(session)
-        if record is not None:
-            persistence.restore(session, record)
+        session.tasks = self._tasks
+        try:
+            await self.runner.open_session(session)
+            if record is not None:
+                persistence.restore(session, record)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
         session.client.observer = lambda update: persistence.record_update(session.events, update)
         if self.store is not None:
             session.persist = persistence.saver(session, self.store)

@@ -11,6 +11,7 @@ from typing import Any
 
 from coder_agent import __version__
 from coder_agent.errors import InvalidParams
+from coder_agent.mcp_support import supported_transports
 
 PROTOCOL_VERSION = 1
 
@@ -28,10 +29,11 @@ ENV_AUTH_METHOD = {
 
 def agent_capabilities() -> dict[str, Any]:
     """What this agent implements, and nothing more."""
+    transports = supported_transports()
     return {
         "loadSession": True,
         "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-        "mcpCapabilities": {"http": False, "sse": False},
+        "mcpCapabilities": {"http": transports["http"], "sse": transports["sse"]},
         "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
     }
 

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -58,7 +58,7 @@ MAX_LOCATIONS = 20
 class Outcome:
     """A finished call: what the model reads, what the user sees, and whether it failed."""
 
-    output: str
+    output: str | list[dict[str, Any]]
     display: list[ToolCallContent] = field(default_factory=list)
     failed: bool = False
     replay: list[ToolCallContent] | None = None
@@ -80,12 +80,35 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BuiltinTool:
-    """One tool: its name, kind and parameters, and how to prepare a call."""
+class Tool(Protocol):
+    """What the executor needs of a tool: the built-in ones below, and MCP servers' (`tools.mcp_tools`)."""
 
-    name: ClassVar[str]
-    kind: ClassVar[ToolKind]
+    name: str
+    kind: ToolKind
+
+    def spec(self) -> dict[str, Any]: ...
+
+    def parse(self, arguments: str) -> Any:
+        """The call's arguments, checked; ToolError if they do not fit."""
+        ...
+
+    def title(self, params: Any, tools: BuiltinTools) -> str: ...
+
+    async def prepare(self, params: Any, tools: BuiltinTools) -> Prepared: ...
+
+
+class BuiltinTool:
+    """One built-in tool: its name, kind and parameters, and how to prepare a call."""
+
+    name: str
+    kind: ToolKind
     params: ClassVar[type[Params]]
+
+    def parse(self, arguments: str) -> Any:
+        try:
+            return self.params.model_validate_json(arguments or "{}")
+        except ValidationError as exc:
+            raise ToolError(f"Invalid arguments for {self.name}: {_describe(exc)}") from None
 
     def spec(self) -> dict[str, Any]:
         schema = _clean_schema(self.params.model_json_schema())
@@ -361,8 +384,18 @@ class BuiltinTools:
         self.client = session.client
         self.policy: PermissionPolicy = session.permissions
         self.files = FileAccess(session.client)
-        self.tools = {tool.name: tool for tool in TOOLS}
         self._call_id = ""
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The built-in tools, then the MCP servers' (asked again each time: their list can change)."""
+        tools: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
+        hub = self.session.mcp_hub
+        if hub is not None:
+            from coder_agent.tools.mcp_tools import McpToolCall
+
+            tools.update({t.qualified_name: McpToolCall(t, hub) for t in hub.tools() if t.qualified_name not in tools})
+        return tools
 
     def specs(self) -> list[dict[str, Any]]:
         plan = {
@@ -373,7 +406,7 @@ class BuiltinTools:
                 "parameters": _clean_schema(PlanParams.model_json_schema()),
             },
         }
-        return [tool.spec() for tool in TOOLS] + [plan]
+        return [tool.spec() for tool in self.tools.values()] + [plan]
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         if call.name == PLAN_TOOL:
@@ -393,10 +426,10 @@ class BuiltinTools:
             await self._start(call.id, f"Unknown tool {call.name}", "other", raw_input)
             return await self._fail(f"There is no tool named {call.name!r}. Use one of: {', '.join(self._names())}.")
         try:
-            params = tool.params.model_validate_json(call.arguments or "{}")
-        except ValidationError as exc:
+            params = tool.parse(call.arguments)
+        except ToolError as exc:
             await self._start(call.id, tool.name, tool.kind, raw_input)
-            return await self._fail(f"Invalid arguments for {tool.name}: {_describe(exc)}")
+            return await self._fail(str(exc))
         await self._start(call.id, tool.title(params, self), tool.kind, raw_input)
         try:
             prepared = await tool.prepare(params, self)

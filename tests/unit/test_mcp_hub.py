@@ -26,8 +26,8 @@ from coder_agent.mcp_hub import (
     McpServerSpec,
     _map_result,
     qualified_name,
-    supported_transports,
 )
+from coder_agent.mcp_support import supported_transports
 from tests.support.mcp_servers.basic_http import serve_http
 
 ROOT = Path(__file__).resolve().parents[2]
