@@ -49,8 +49,22 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def advertised() -> list[AvailableCommand]:
-    return [command.advertised() for command in COMMANDS]
+MCP_PROMPT_PREFIX = "mcp:"
+
+
+def advertised(session: Session | None = None) -> list[AvailableCommand]:
+    """The built-in commands, then the session's MCP prompts as `/mcp:<server>:<prompt>`."""
+    listed = [command.advertised() for command in COMMANDS]
+    for prompt in session.mcp_prompts if session is not None else []:
+        names = " ".join(f"<{a.name}>" if a.required else f"[{a.name}]" for a in prompt.arguments)
+        listed.append(
+            AvailableCommand(
+                name=f"{MCP_PROMPT_PREFIX}{prompt.server}:{prompt.name}",
+                description=prompt.description or prompt.title or f"Prompt {prompt.name} of {prompt.server}",
+                input=AvailableCommandInput(hint=names) if names else None,
+            )
+        )
+    return listed
 
 
 def parse(prompt: Sequence[ContentBlock]) -> tuple[str, str] | None:
@@ -61,7 +75,7 @@ def parse(prompt: Sequence[ContentBlock]) -> tuple[str, str] | None:
     if not text.startswith("/") or text.startswith("//") or len(text) < 2:
         return None
     name, _, arguments = text[1:].partition(" ")
-    if not name.replace("-", "").replace("_", "").isalnum():
+    if not name.replace("-", "").replace("_", "").replace(":", "").replace(".", "").isalnum():
         return None
     return name, arguments.strip()
 
@@ -150,9 +164,8 @@ async def run(turn: Turn, name: str, arguments: str) -> StopReason:
     if name == "undo":
         await turn.say(await undo(turn))
         return "end_turn"
-    handler = turn.extra_commands.get(name)
-    if handler is not None:
-        return await handler(turn, arguments)
+    if name.startswith(MCP_PROMPT_PREFIX):
+        return await run_mcp_prompt(turn, name, arguments)
     await turn.say(unknown(name))
     return "end_turn"
 
@@ -244,3 +257,45 @@ def mcp_report(session: Session) -> str:
         lines.append(f"- **{status.name}** ({status.transport}): {state}{detail}")
     tools = ", ".join(f"`{t.qualified_name}`" for t in hub.tools()) or "none"
     return "**MCP servers**\n\n" + "\n".join(lines) + f"\n\nTools: {tools}\n"
+
+
+async def run_mcp_prompt(turn: Turn, name: str, arguments: str) -> StopReason:
+    """`/mcp:<server>:<prompt> args`: fetch the prompt from its server and send it as the user's message."""
+    from coder_agent.mcp_hub import McpError
+
+    session = turn.session
+    server, _, prompt_name = name[len(MCP_PROMPT_PREFIX) :].partition(":")
+    prompt = next((p for p in session.mcp_prompts if p.server == server and p.name == prompt_name), None)
+    if prompt is None or session.mcp_hub is None:
+        await turn.say(unknown(name))
+        return "end_turn"
+    values = _prompt_arguments([a.name for a in prompt.arguments], arguments)
+    missing = [a.name for a in prompt.arguments if a.required and a.name not in values]
+    if missing:
+        await turn.say(f"`/{name}` needs: {', '.join(missing)}.\n")
+        return "end_turn"
+    try:
+        text = await session.mcp_hub.get_prompt(server, prompt_name, values)
+    except McpError as exc:
+        await turn.say(f"The MCP server could not give the prompt: {exc}\n")
+        return "end_turn"
+    return await turn.run([TextContent(text=text)])
+
+
+def _prompt_arguments(names: list[str], text: str) -> dict[str, str]:
+    """`key=value` pairs, or words in order; a single argument takes the whole text."""
+    if not names or not text:
+        return {}
+    if len(names) == 1 and "=" not in text:
+        return {names[0]: text}
+    values: dict[str, str] = {}
+    positional = iter(names)
+    for word in text.split():
+        key, sep, value = word.partition("=")
+        if sep and key in names:
+            values[key] = value
+        else:
+            name = next(positional, None)
+            if name is not None:
+                values[name] = word
+    return values

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,6 @@ from coder_agent.tools.base import NoTools, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
-CommandHandler = Callable[["Turn", str], Awaitable[StopReason]]
 TITLE_CHARS = 60
 PERSIST_TIMEOUT = 5.0
 MCP_CONNECT_TIMEOUT = 20.0
@@ -106,7 +105,9 @@ class AgentLoop:
         self._settings(self._load_config(None))
 
     async def session_ready(self, session: Session) -> None:
-        await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised()))
+        if session.mcp_hub is not None:
+            session.mcp_prompts = await session.mcp_hub.list_prompts()
+        await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
         if session.mcp_hub is not None:
             failed = [status for status in session.mcp_hub.statuses() if status.state == "failed"]
             if failed:
@@ -241,7 +242,6 @@ class Turn:
     ) -> None:
         self.session = session
         self.settings = settings
-        self.extra_commands: dict[str, CommandHandler] = {}
         self.client = session.client
         self.config = config
         self.model = model

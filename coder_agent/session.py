@@ -26,7 +26,7 @@ from coder_agent.turn import TurnRunner
 if TYPE_CHECKING:
     from coder_agent.checkpoints import Checkpoints
     from coder_agent.config import Config
-    from coder_agent.mcp_hub import McpHub
+    from coder_agent.mcp_hub import McpHub, McpPromptInfo
     from coder_agent.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,8 @@ class Session:
     """Snapshots of the files each turn changed, for /undo."""
     mcp_hub: McpHub | None = None
     """The session's MCP servers, when the client gave some."""
+    mcp_prompts: list[McpPromptInfo] = field(default_factory=list)
+    """Their prompts, offered as slash commands."""
     tasks: TaskGroup | None = None
     """A long-lived task group for what the session runs in the background (MCP connections)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -146,3 +146,18 @@ async def test_a_server_that_crashes_mid_session_fails_the_call_then_reconnects(
     assert results[1] == "ok"
     statuses = [u.get("status") for u in client.session_updates(session, "tool_call_update") if u.get("status")]
     assert "failed" in statuses and statuses[-1] == "completed"
+
+
+async def test_mcp_prompts_are_slash_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("Reviewed.")])
+    async with tool_agent(tmp_path, fake_llm, open_session=False) as (client, editor, _, work):
+        result = await client.request(
+            "session/new", {"cwd": str(work), "mcpServers": [stdio_server("docs", "basic")]}, timeout=60
+        )
+        session = result["sessionId"]
+        await client.wait_for(lambda: bool(client.session_updates(session, "available_commands_update")))
+        commands = client.session_updates(session, "available_commands_update")[0]["availableCommands"]
+        review = next(c for c in commands if c["name"] == "mcp:docs:review")
+        assert review["description"] == "Review a file." and review["input"]["hint"] == "<file>"
+        await client.prompt(session, "/mcp:docs:review src/app.py", timeout=60)
+    assert fake_llm.last_request["messages"][-1] == {"role": "user", "content": "Please review src/app.py for bugs."}
