@@ -7,7 +7,7 @@ and content → the permission policy (deny, allow, or `session/request_permissi
 reads; only a user's cancel from the permission prompt ends the turn.
 
 Model-facing names and arguments are a contract: read_file, write_file, edit_file, glob, grep,
-run_command, update_plan. Their descriptions live in `prompts/tools/<name>.md`.
+run_command, fetch, update_plan. Their descriptions live in `prompts/tools/<name>.md`.
 """
 
 from __future__ import annotations
@@ -358,6 +358,38 @@ class RunCommand(BuiltinTool):
         return Prepared(Action("execute", command=params.command), self.title(params, tools), run)
 
 
+class FetchParams(Params):
+    url: str = Field(description="The http:// or https:// URL to get.")
+
+
+class Fetch(BuiltinTool):
+    name = "fetch"
+    kind = "fetch"
+    params = FetchParams
+
+    def title(self, params: FetchParams, tools: BuiltinTools) -> str:
+        return f"Fetch {params.url}"
+
+    async def prepare(self, params: FetchParams, tools: BuiltinTools) -> Prepared:
+        from coder_agent.tools.fetch import FetchError, check_url, fetch
+
+        try:
+            check_url(params.url)
+        except FetchError as exc:
+            raise ToolError(str(exc)) from None
+
+        async def run() -> Outcome:
+            try:
+                page = await fetch(params.url)
+            except FetchError as exc:
+                raise ToolError(str(exc)) from None
+            header = f"{page.url} (HTTP {page.status}, {page.content_type or 'unknown type'})"
+            summary = f"Fetched {header}: {len(page.text):,} characters"
+            return Outcome(f"{header}\n\n{page.text}", [_text(summary)], failed=page.status >= 400)
+
+        return Prepared(Action("fetch", tool=None), self.title(params, tools), run)
+
+
 class PlanItem(Params):
     content: str = Field(description="What the step is.")
     status: Literal["pending", "in_progress", "completed"] = Field(description="Its state.")
@@ -368,7 +400,7 @@ class PlanParams(Params):
     entries: list[PlanItem] = Field(description="The whole plan, every step, in order (it replaces the last one).")
 
 
-TOOLS: tuple[BuiltinTool, ...] = (ReadFile(), WriteFile(), EditFile(), Glob(), Grep(), RunCommand())
+TOOLS: tuple[BuiltinTool, ...] = (ReadFile(), WriteFile(), EditFile(), Glob(), Grep(), RunCommand(), Fetch())
 PLAN_TOOL = "update_plan"
 
 

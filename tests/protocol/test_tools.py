@@ -442,7 +442,7 @@ async def test_tool_schemas_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM)
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         await client.prompt(session, "hi")
     tools = {t["function"]["name"]: t["function"] for t in fake_llm.last_request["tools"]}
-    assert set(tools) == {"read_file", "write_file", "edit_file", "glob", "grep", "run_command", "update_plan"}
+    assert set(tools) == {"read_file", "write_file", "edit_file", "glob", "grep", "run_command", "fetch", "update_plan"}
     for spec in tools.values():
         assert spec["description"]
         assert "$ref" not in json.dumps(spec["parameters"])
@@ -462,3 +462,37 @@ async def test_config_deny_rules_block_commands(tmp_path: Path, fake_llm: FakeLL
         await client.prompt(session, "push")
     assert "denied by the rule `execute:git push`" in tool_results(fake_llm)[0]
     assert editor.terminals == {}
+
+
+async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    import http.server
+    import threading
+
+    page = b"<html><head><style>x{}</style></head><body><h1>Docs</h1><p>Use <b>frob()</b>.</p></body></html>"
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/docs"
+        fake_llm.script(calls(ToolCall("fetch", {"url": url}), ToolCall("fetch", {"url": "file:///etc/passwd"})))
+        async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+            await client.prompt(session, "read the docs")
+    finally:
+        server.shutdown()
+        server.server_close()
+    first, second = tool_results(fake_llm)
+    assert "Docs\nUse frob() ." in first or "Docs\nUse frob()." in first
+    assert "x{}" not in first
+    assert "Only http:// and https://" in second
+    assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["fetch"], "a bad URL fails before asking"
