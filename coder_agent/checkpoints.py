@@ -48,6 +48,7 @@ import anyio
 import anyio.to_thread
 import platformdirs
 
+from coder_agent.atomic import write_atomic
 from coder_agent.config import APP_NAME
 
 if TYPE_CHECKING:
@@ -62,7 +63,6 @@ BLOBS_DIR = "blobs"
 _BLOB_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 """A git object id (sha1 or sha256) or a `FileBlobStore` id (sha256), lowercase hex."""
 _SAFE_REF_PART = re.compile(r"[^A-Za-z0-9_-]")
-NEW_FILE_MODE = 0o644
 """The mode `apply_locally` gives a file it recreates (one the user deleted since the turn)."""
 
 ReadCurrent = Callable[[Path], Awaitable[str | bytes | None]]
@@ -251,16 +251,7 @@ class FileBlobStore:
             if path.is_file() and path.stat().st_size == len(data):
                 return blob
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=f".{blob[:8]}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, path)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            write_atomic(path, data, mode=0o600)
         except OSError as exc:
             raise CheckpointError(f"could not store a snapshot under {self.root}: {exc}") from exc
         return blob
@@ -481,18 +472,7 @@ def _apply(restore: FileRestore) -> None:
         path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else NEW_FILE_MODE
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_encode(restore.text))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, _encode(restore.text))
 
 
 async def _read_disk(path: Path) -> bytes | None:

@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -46,6 +45,8 @@ from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from coder_agent.atomic import write_atomic
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -422,21 +423,9 @@ class SessionStore:
     def _write_atomic(self, path: Path, data: bytes) -> None:
         """Replace `path` by `data` so that any crash leaves either the old content or the new, never a mix."""
         try:
-            fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=f".{path.name}.", suffix=_TEMP_SUFFIX)
+            write_atomic(path, data, mode=0o600, temp_suffix=_TEMP_SUFFIX)
         except OSError as error:
             raise StoreError(f"cannot write {path}: {error}") from error
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp_name, path)
-        except BaseException as error:
-            with contextlib.suppress(OSError):
-                os.unlink(temp_name)
-            if isinstance(error, OSError):
-                raise StoreError(f"cannot write {path}: {error}") from error
-            raise
         self._fsync_dir()
 
     def _fsync_dir(self) -> None:

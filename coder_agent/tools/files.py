@@ -8,13 +8,12 @@ leaves half a file. Binary and non-UTF-8 files are refused before anything is re
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import anyio
 
 from coder_agent.acp.client import AcpClient
+from coder_agent.atomic import write_atomic
 from coder_agent.errors import ClientError
 from coder_agent.tools.file_view import NotTextError, decode_text, looks_binary
 
@@ -85,16 +84,4 @@ class FileAccess:
 
 def _atomic_write(path: Path, content: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, content.encode("utf-8"))
