@@ -437,12 +437,12 @@ def test_list_is_newest_first_with_ties_by_id(store: SessionStore) -> None:
 
 
 def test_list_filters_by_exact_cwd(store: SessionStore) -> None:
-    store.save(make_record("sess_1", cwd="/work/app", updated_at=stamp(1)))
-    store.save(make_record("sess_2", cwd="/work/app/sub", updated_at=stamp(2)))
-    store.save(make_record("sess_3", cwd="/work/app", updated_at=stamp(3)))
-    store.save(make_record("sess_4", cwd="/work/other", updated_at=stamp(4)))
-    assert [s.session_id for s in store.list(cwd="/work/app")[0]] == ["sess_3", "sess_1"]
-    assert [s.session_id for s in store.list(cwd="/work/app/sub")[0]] == ["sess_2"]
+    store.save(make_record("sess_1", cwd="/projects/app", updated_at=stamp(1)))
+    store.save(make_record("sess_2", cwd="/projects/app/sub", updated_at=stamp(2)))
+    store.save(make_record("sess_3", cwd="/projects/app", updated_at=stamp(3)))
+    store.save(make_record("sess_4", cwd="/projects/other", updated_at=stamp(4)))
+    assert [s.session_id for s in store.list(cwd="/projects/app")[0]] == ["sess_3", "sess_1"]
+    assert [s.session_id for s in store.list(cwd="/projects/app/sub")[0]] == ["sess_2"]
     assert store.list(cwd="/work") == ([], None)
     assert len(store.list()[0]) == 4
 
