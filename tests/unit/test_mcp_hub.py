@@ -121,9 +121,9 @@ def test_spec_from_acp_models_and_dicts() -> None:
     stdio = McpServerStdio.model_validate(
         {"name": "fs", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "A", "value": "1"}]}
     )
-    spec = McpServerSpec.from_acp(stdio, cwd="/work")
+    spec = McpServerSpec.from_acp(stdio, cwd="/projects/demo")
     assert spec == McpServerSpec(
-        name="fs", transport="stdio", command="/bin/fs", args=["-v"], env={"A": "1"}, cwd="/work"
+        name="fs", transport="stdio", command="/bin/fs", args=["-v"], env={"A": "1"}, cwd="/projects/demo"
     )
     http = McpServerHttp.model_validate(
         {"type": "http", "name": "web", "url": "http://h/mcp", "headers": [{"name": "Authorization", "value": "x"}]}

@@ -443,7 +443,7 @@ def test_list_filters_by_exact_cwd(store: SessionStore) -> None:
     store.save(make_record("sess_4", cwd="/projects/other", updated_at=stamp(4)))
     assert [s.session_id for s in store.list(cwd="/projects/app")[0]] == ["sess_3", "sess_1"]
     assert [s.session_id for s in store.list(cwd="/projects/app/sub")[0]] == ["sess_2"]
-    assert store.list(cwd="/work") == ([], None)
+    assert store.list(cwd="/projects") == ([], None)
     assert len(store.list()[0]) == 4
 
 
