@@ -1,9 +1,7 @@
-"""MCP benchmark: what MCP servers add to `session/new`, and what the hub adds to a tool call.
+"""MCP benchmark: what MCP servers add to `session/new`, and what an MCP tool call costs, in the hub and in the agent.
 
-The agent does not wire MCP into `session/new` yet, so this drives `coder_agent.mcp_hub.McpHub` directly, the way
-the agent will: `connect(servers)` then `aclose()`, in one process, after the `mcp` import has been paid once
-(reported separately: a session's first connect pays it).
-
+Part 1, the hub (`coder_agent.mcp_hub.McpHub` driven directly in this process, as the agent drives it: `connect`
+then `aclose`, after the `mcp` import has been paid once; reported separately: a session's first connect pays it).
 Figures (median / min / max over --runs runs, after one discarded warm-up):
 
   mcp import        the first import of the mcp client modules in this process (one sample)
@@ -16,24 +14,67 @@ Figures (median / min / max over --runs runs, after one discarded warm-up):
   call overhead     hub.call round trip of the `timed` tool minus the time the server itself reports between the
                     request's arrival in the tool and its return (--calls calls each; SDK server and tiny server)
 
-Goals (PASS/FAIL): connect of 5 servers within 1.5x the single server's start, for the idle servers (the hub's
-concurrency) and, reported alongside, for the SDK servers (bounded by CPU cores: 5 imports on os.cpu_count()).
+Part 2, the agent (`<this python> -m coder_agent` spawned over pipes, spoken to in JSON-RPC lines as an editor does,
+with temp XDG config/data/state/cache dirs; one agent for every figure). Each session/new is timed from writing the
+request to reading its response (the agent answers once every server has connected or failed), in a fresh temp cwd;
+the bench then checks that as many server processes as asked for run under the agent, waits for the agent's
+follow-up notification and closes the session with `session/close` (timed too: the servers exit before it answers),
+so servers never pile up. Median / min / max over --runs runs after one warm-up per configuration:
 
-Usage (from the repository root):  uv run python bench/mcp.py [--runs 5] [--calls 50] [--idle 0.5]
-Exit status: 0 when the idle-server goal passes, 1 otherwise.
+  first session/new           the agent's first session (no servers; one sample), then its first session with an MCP
+                              server (it pays the mcp import inside the agent; one sample). The first session also
+                              starts the model library's import in a background thread: the timed runs begin once
+                              the agent's CPU time has stopped growing.
+  session/new, 0 servers      the floor
+  session/new, 1 / 5 servers  for three kinds of stdio server (all 5 of one kind, so the slowest single server's
+                              start is that kind's 1-server figure):
+                                SDK          tests/support/mcp_servers/basic: imports mcp (CPU-bound)
+                                slow_start   sleeps --idle s, then imports mcp (idle, then CPU-bound)
+                                tiny         sleeps --idle s, then serves without mcp (idle only: the concurrency)
+  session/close               after the 1- and 5-server runs
+  MCP tool call               --agent-calls prompts (after 3 warm-ups) in a session with the `basic` server, against a
+                              fake OpenAI-compatible model (tests/support/fake_llm.py, in this process) that first asks
+                              for `mcp__basic__timed` {"ms": 0}, then answers "done". The tool has no annotations, so
+                              the agent asks `session/request_permission` (default mode); the bench answers allow_once
+                              at once. The server reports its tool's own start and end (time.monotonic, which is
+                              CLOCK_MONOTONIC on Linux like the bench's arrival stamps, so the times compare across
+                              processes). Figures: from the permission answer being written to the `completed`
+                              tool_call_update arriving, minus the tool's own time (the call's overhead through the
+                              agent), split into answer -> tool starts and tool ends -> update arrives; and from the
+                              `tool_call` notification to the `completed` update, minus the tool's own time (the
+                              whole tool phase, with the permission round trip).
+
+Goals (PASS/FAIL), each "5 servers within 1.5x the slowest single server's start":
+  hub:   connect 5 <= 1.5x connect 1, for the idle servers (the hub's concurrency) and, reported alongside, the SDK ones
+  agent: session/new with 5 servers <= 1.5x session/new with 1, for each kind; SDK and slow_start servers are bounded
+         by CPU cores (5 mcp imports on os.cpu_count() cores), tiny idle servers show the agent's concurrency
+
+Usage (from the repository root; Linux, for /proc):
+
+  uv run python bench/mcp.py [--runs 5] [--calls 50] [--idle 0.5] [--agent-calls 20] [--part all|hub|agent]
+
+Exit status: 0 when the idle-server goals pass (hub and agent) and every agent request succeeded, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
+import json
 import os
 import resource
+import selectors
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -43,6 +84,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 from coder_agent.mcp_hub import McpHub, McpServerSpec  # noqa: E402
+
+if TYPE_CHECKING:
+    from tests.support.fake_llm import FakeLLM
 
 
 def spec(name: str, module: str, **env: str) -> McpServerSpec:
@@ -108,14 +152,16 @@ async def call_overhead(server: McpServerSpec, calls: int) -> tuple[list[float],
     return round_trips, overheads
 
 
-async def main(args: argparse.Namespace) -> int:
+async def hub_main(args: argparse.Namespace) -> tuple[bool, float]:
+    """Part 1; returns whether the idle-server goal passed, and the SDK server's median call overhead (ms)."""
+    print("== the hub, in this process ==")
     started = time.perf_counter()
     import mcp.client.client
     import mcp.client.sse
     import mcp.client.streamable_http  # noqa: F401
 
     print(f"mcp import          {(time.perf_counter() - started) * 1000:7.1f} ms (once per agent process)")
-    print(f"cpus                {os.cpu_count()}   runs {args.runs}   (the hub directly: the agent has no MCP yet)")
+    print(f"cpus                {os.cpu_count()}   runs {args.runs}   (the hub directly, without the agent)")
 
     zero = await repeat(args.runs, lambda: connect_time([]))
     print(f"connect 0           {fmt(zero)}")
@@ -139,10 +185,13 @@ async def main(args: argparse.Namespace) -> int:
     )
     print(f"idle 5 ({args.idle:g} s start)  {fmt(idle_five)}")
 
+    sdk_overhead = 0.0
     for label, server in (("SDK ", spec("basic", "basic")), ("tiny", spec("tiny", "tiny"))):
         round_trips, overheads = await call_overhead(server, args.calls)
         print(f"call round trip {label}  {fmt(round_trips)}")
         print(f"call overhead {label}    {fmt(overheads)}   (round trip minus the tool's own time)")
+        if label == "SDK ":
+            sdk_overhead = statistics.median(overheads) * 1000
 
     ok = True
     for label, single, many, primary in (
@@ -154,12 +203,473 @@ async def main(args: argparse.Namespace) -> int:
         note = "" if passed or primary else f"  (CPU-bound: 5 mcp imports on {os.cpu_count()} cores)"
         print(f"goal {label}: connect 5 <= 1.5x connect 1: {ratio:.2f}x  {'PASS' if passed else 'FAIL'}{note}")
         ok = ok and (passed or not primary)
+    return ok, sdk_overhead
+
+
+# ---- part 2: through the spawned agent ---------------------------------------------------------------------------
+
+AGENT_KINDS = (  # label, module, the variable that delays its start (by --idle seconds), goal is primary
+    ("SDK", "basic", None, False),
+    ("slow_start", "slow_start", "SLOW_START_SECONDS", False),
+    ("tiny (idle)", "tiny", "TINY_START_SECONDS", True),
+)
+TOOL_WARMUPS = 3
+FOLLOW_UP = "available_commands_update"  # the agent's notification just after a session opens
+SERVER_MARK = b"tests.support.mcp_servers."
+
+
+class BenchFailure(Exception):
+    """A request failed, timed out, or answered something unexpected."""
+
+
+def acp_server(name: str, module: str, **env: str) -> dict[str, Any]:
+    """An ACP stdio MCP server entry for a test server."""
+    variables = [{"name": "PYTHONPATH", "value": str(ROOT)}, *({"name": k, "value": v} for k, v in env.items())]
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": ["-m", f"tests.support.mcp_servers.{module}"],
+        "env": variables,
+    }
+
+
+class AgentPipe:
+    """The spawned agent, read line by line; every arrival is stamped with time.monotonic().
+
+    Requests from the agent: `session/request_permission` is answered at once with `allow_once` (the arrival and the
+    moment the answer was written are kept in `permissions`); anything else gets "method not found" and is noted in
+    `unexpected`.
+    """
+
+    def __init__(self, env: dict[str, str], stderr: IO[bytes]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coder_agent"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+        )
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+        self.eof = False
+        self.next_id = 0
+        self.inbox: deque[tuple[dict[str, Any], float]] = deque()
+        self.permissions: list[tuple[float, float]] = []
+        self.unexpected: list[str] = []
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd, selectors.EVENT_READ)
+
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            self.stdin.write((json.dumps(msg) + "\n").encode())
+            self.stdin.flush()
+        except (BrokenPipeError, ValueError) as exc:
+            raise BenchFailure(f"cannot write to the agent ({exc}); exit code {self.proc.poll()}") from exc
+
+    def read(self, timeout: float) -> None:
+        if not self.sel.select(timeout):
+            return
+        chunk = os.read(self.fd, 1 << 20)
+        now = time.monotonic()
+        if not chunk:
+            self.eof = True
+            return
+        *lines, self.buf = (self.buf + chunk).split(b"\n")
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                raise BenchFailure(f"non-JSON line on the agent's stdout: {line[:200]!r}") from None
+            if "method" in msg and "id" in msg:
+                if msg["method"] == "session/request_permission":
+                    self.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": msg["id"],
+                            "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
+                        }
+                    )
+                    self.permissions.append((now, time.monotonic()))
+                else:
+                    self.unexpected.append(f"unexpected request from the agent: {line[:200]!r}")
+                    self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "bench: no"}})
+                continue
+            self.inbox.append((msg, now))
+
+    def request(
+        self, method: str, params: dict[str, Any], timeout: float
+    ) -> tuple[dict[str, Any], float, list[tuple[dict[str, Any], float]]]:
+        """Send a request; its result, its round trip in seconds, and the notifications that came before it."""
+        self.next_id += 1
+        req_id = self.next_id
+        notes: list[tuple[dict[str, Any], float]] = []
+        sent = time.monotonic()
+        self.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+        while True:
+            while self.inbox:
+                msg, at = self.inbox.popleft()
+                if "method" in msg:
+                    notes.append((msg, at))
+                elif msg.get("id") == req_id:
+                    if "error" in msg or not isinstance(msg.get("result"), dict):
+                        raise BenchFailure(f"{method} answered {json.dumps(msg)[:300]}")
+                    return msg["result"], at - sent, notes
+            if self.eof:
+                raise BenchFailure(f"the agent closed stdout before answering {method}; exit code {self.proc.poll()}")
+            remaining = sent + timeout - time.monotonic()
+            if remaining <= 0:
+                raise BenchFailure(f"no answer to {method} within {timeout:g} s")
+            self.read(remaining)
+
+    def wait_update(self, session_id: str, kind: str, seen: list[tuple[dict[str, Any], float]], timeout: float) -> bool:
+        """Whether a session/update of `kind` for the session is in `seen` or arrives within `timeout`."""
+
+        def match(msg: dict[str, Any]) -> bool:
+            params = msg.get("params") or {}
+            return params.get("sessionId") == session_id and (params.get("update") or {}).get("sessionUpdate") == kind
+
+        if any(match(msg) for msg, _ in seen):
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            while self.inbox:
+                if match(self.inbox.popleft()[0]):
+                    return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.eof:
+                return False
+            self.read(remaining)
+
+    def settle(self, limit: float = 20.0) -> float:
+        """Wait until the agent's CPU time stops growing (< 10 ms in 250 ms); the seconds waited."""
+        started = time.monotonic()
+        last = cpu_seconds(self.proc.pid)
+        while time.monotonic() - started < limit:
+            until = time.monotonic() + 0.25
+            while (left := until - time.monotonic()) > 0 and not self.eof:
+                self.read(left)
+            now = cpu_seconds(self.proc.pid)
+            if now - last < 0.01:
+                break
+            last = now
+        self.inbox.clear()
+        return time.monotonic() - started
+
+    def close(self) -> int | None:
+        """Close stdin and wait for the exit (kill after 10 s); the exit code, None if it had to be killed."""
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        try:
+            code: int | None = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            code = None
+        self.sel.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return code
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User + system CPU seconds of a process, and of its children it has waited for, from /proc (0 without it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0, 0.0
+    fields = [int(x) for x in stat[stat.rfind(b")") + 2 :].split()[11:15]]  # utime, stime, cutime, cstime
+    tick = os.sysconf("SC_CLK_TCK")
+    return (fields[0] + fields[1]) / tick, (fields[2] + fields[3]) / tick
+
+
+def cpu_seconds(pid: int) -> float:
+    return cpu_times(pid)[0]
+
+
+def server_pids(root: int) -> list[int]:
+    """The test MCP server processes among the descendants of `root` (zombies excluded)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if fields[0] != b"Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if SERVER_MARK in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+class AgentBench:
+    def __init__(self, args: argparse.Namespace, agent: AgentPipe, temp: Path) -> None:
+        self.args = args
+        self.agent = agent
+        self.temp = temp
+        self.failures: list[str] = []
+
+    def cwd(self) -> str:
+        return tempfile.mkdtemp(dir=self.temp, prefix="cwd-")
+
+    def new_session(self, servers: list[dict[str, Any]]) -> tuple[str, float, list[tuple[dict[str, Any], float]]]:
+        result, took, notes = self.agent.request(
+            "session/new", {"cwd": self.cwd(), "mcpServers": servers}, self.args.timeout
+        )
+        session_id = result["sessionId"]
+        running = len(server_pids(self.agent.proc.pid))
+        if running != len(servers):
+            raise BenchFailure(f"session/new with {len(servers)} MCP servers answered with {running} of them running")
+        return session_id, took, notes
+
+    def close_session(
+        self, session_id: str, notes: list[tuple[dict[str, Any], float]], *, follow_up_seen: bool = False
+    ) -> float:
+        if not follow_up_seen and not self.agent.wait_update(session_id, FOLLOW_UP, notes, 2.0):
+            self.failures.append(f"no {FOLLOW_UP} within 2 s of a session/new response")
+        _, took, _ = self.agent.request("session/close", {"sessionId": session_id}, self.args.timeout)
+        deadline = time.monotonic() + 3
+        while (left := server_pids(self.agent.proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if left:
+            raise BenchFailure(f"{len(left)} MCP server process(es) still running after session/close")
+        return took
+
+    def open_close(self, servers: list[dict[str, Any]]) -> tuple[float, float]:
+        session_id, took, notes = self.new_session(servers)
+        return took, self.close_session(session_id, notes)
+
+    def repeat(self, servers: list[dict[str, Any]]) -> dict[str, list[float]]:
+        """session/new and session/close times over --runs runs after one warm-up, and the CPU seconds each run
+        took in the agent and in the servers (start to exit: counted once the agent has reaped them)."""
+        self.open_close(servers)
+        runs: dict[str, list[float]] = {"new": [], "close": [], "agent_cpu": [], "servers_cpu": []}
+        pid = self.agent.proc.pid
+        for _ in range(self.args.runs):
+            own, children = cpu_times(pid)
+            took, closed = self.open_close(servers)
+            own_after, children_after = cpu_times(pid)
+            runs["new"].append(took)
+            runs["close"].append(closed)
+            runs["agent_cpu"].append(own_after - own)
+            runs["servers_cpu"].append(children_after - children)
+        return runs
+
+    def tool_calls(self, llm: FakeLLM) -> dict[str, list[float]]:
+        """The MCP tool call figures over --agent-calls prompts (seconds)."""
+        from tests.support.fake_llm import Reply
+
+        session_id, _, notes = self.new_session([acp_server("basic", "basic")])
+        self.agent.wait_update(session_id, FOLLOW_UP, notes, 2.0)
+        figures: dict[str, list[float]] = {key: [] for key in ("call", "before", "after", "phase", "prompt", "own")}
+        for i in range(TOOL_WARMUPS + self.args.agent_calls):
+            llm.add(Reply.tool("mcp__basic__timed", {"ms": 0}), Reply("done"))
+            self.agent.permissions.clear()
+            prompt = [{"type": "text", "text": f"Call the timed tool ({i})."}]
+            result, took, notes = self.agent.request(
+                "session/prompt", {"sessionId": session_id, "prompt": prompt}, self.args.timeout
+            )
+            if result.get("stopReason") != "end_turn":
+                raise BenchFailure(f"session/prompt ended with {result.get('stopReason')!r}")
+            shown = done = None
+            content: Any = None
+            for msg, at in notes:
+                update = (msg.get("params") or {}).get("update") or {}
+                kind = update.get("sessionUpdate")
+                if kind == "tool_call" and shown is None:
+                    shown = at
+                elif kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+                    done, content = at, update.get("content")
+                    if update["status"] == "failed":
+                        raise BenchFailure(f"the MCP tool call failed: {json.dumps(update)[:300]}")
+            if shown is None or done is None or len(self.agent.permissions) != 1:
+                raise BenchFailure(
+                    f"prompt {i}: expected a tool_call, one permission request and a completed update; got "
+                    f"{shown is not None}, {len(self.agent.permissions)}, {done is not None}"
+                )
+            start, end = own_times(content, llm)
+            answered = self.agent.permissions[0][1]
+            if i >= TOOL_WARMUPS:
+                figures["call"].append(done - answered - (end - start))
+                figures["before"].append(start - answered)
+                figures["after"].append(done - end)
+                figures["phase"].append(done - shown - (end - start))
+                figures["prompt"].append(took)
+                figures["own"].append(end - start)
+        self.close_session(session_id, [], follow_up_seen=True)
+        return figures
+
+
+def own_times(content: Any, llm: FakeLLM) -> tuple[float, float]:
+    """The tool's own start and end, from the completed update's text, or else from what the model was sent."""
+    texts = [
+        block["content"].get("text", "")
+        for block in content or []
+        if block.get("type") == "content" and isinstance(block.get("content"), dict)
+    ]
+    tool_messages = [m for m in llm.last_request.get("messages", []) if m.get("role") == "tool"]
+    if tool_messages and isinstance(tool_messages[-1].get("content"), str):
+        texts.append(tool_messages[-1]["content"])
+    for text in texts:
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            data = json.loads(text)
+            return float(data["start"]), float(data["end"])
+    raise BenchFailure(f"the timed tool's start and end are not in its result: {json.dumps(content)[:300]}")
+
+
+def agent_env(temp: Path, base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")}
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        path = temp / f"xdg-{name.lower()}"
+        path.mkdir()
+        env[f"XDG_{name}_HOME"] = str(path)
+    env |= {
+        "CODER_AGENT_MODEL": "openai/fake-model",
+        "CODER_AGENT_API_BASE": base_url,
+        "CODER_AGENT_API_KEY": "sk-test",
+    }
+    return env
+
+
+def agent_main(args: argparse.Namespace, hub_call_overhead: float | None) -> bool:
+    """Part 2; returns whether the idle-server goal passed and every request succeeded."""
+    from tests.support.fake_llm import FakeLLM
+
+    print("== through the spawned agent ==")
+    temp = Path(tempfile.mkdtemp(prefix="coder-agent-mcp-bench-"))
+    stderr_path = temp / "agent-stderr.log"
+    ok = True
+    failures: list[str] = []
+    try:
+        with FakeLLM() as llm, stderr_path.open("wb") as log:
+            agent = AgentPipe(agent_env(temp, llm.base_url), log)
+            bench = AgentBench(args, agent, temp)
+            try:
+                ok = run_agent_figures(bench, llm, hub_call_overhead)
+            except BenchFailure as exc:
+                failures.append(str(exc))
+                tail = stderr_path.read_text(errors="replace").splitlines()[-15:]
+                failures.extend("  | " + line for line in tail)
+            finally:
+                code = agent.close()
+                if code != 0:
+                    failures.append(f"the agent exited with {code} on stdin EOF")
+                failures[:0] = bench.failures + agent.unexpected
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    for failure in failures:
+        print(f"FAILURE: {failure}")
+    return ok and not failures
+
+
+def run_agent_figures(bench: AgentBench, llm: FakeLLM, hub_call_overhead: float | None) -> bool:
+    agent, args = bench.agent, bench.args
+    _, init_took, _ = agent.request(
+        "initialize",
+        {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench-mcp", "version": "0"}},
+        args.timeout,
+    )
+    first, _ = bench.open_close([])
+    settled = agent.settle()
+    print(f"cpus {os.cpu_count()}   runs {args.runs}   one agent   initialize {init_took * 1000:.0f} ms")
+    print(
+        f"first session/new, no server        {first * 1000:7.1f} ms (the agent's CPU then settled in {settled:.1f} s)"
+    )
+    cold, _ = bench.open_close([acp_server("s0", "basic")])
+    print(f"first session/new, 1 SDK server     {cold * 1000:7.1f} ms (pays the mcp import in the agent)")
+    zero = bench.repeat([])
+    print(f"session/new, 0 servers              {fmt(zero['new'])}")
+
+    idle = f"{args.idle:g}"
+    results: list[tuple[str, list[float], list[float], bool, float]] = []
+    for label, module, delay_var, primary in AGENT_KINDS:
+        env = {delay_var: idle} if delay_var else {}
+        name = f"{label}{f' {idle} s' if delay_var else ''}"
+        one = bench.repeat([acp_server("s0", module, **env)])
+        print(f"session/new, 1 {name:<20} {fmt(one['new'])}")
+        five = bench.repeat([acp_server(f"s{i}", module, **env) for i in range(5)])
+        print(f"session/new, 5 {name:<20} {fmt(five['new'])}")
+        print(
+            f"  session/close 1 / 5: median {statistics.median(one['close']) * 1000:.1f} / "
+            f"{statistics.median(five['close']) * 1000:.1f} ms;  CPU per new+close of 5: agent "
+            f"{statistics.median(five['agent_cpu']) * 1000:.0f} ms, servers "
+            f"{statistics.median(five['servers_cpu']) * 1000:.0f} ms (start to exit)"
+        )
+        results.append((name, one["new"], five["new"], primary, statistics.median(five["servers_cpu"])))
+
+    calls = bench.tool_calls(llm)
+    own = statistics.median(calls["own"]) * 1e6
+    print(
+        f"MCP tool call: {args.agent_calls} prompts calling basic/timed(ms=0), whose own time is {own:.0f} us; "
+        "the bench grants the permission at once"
+    )
+    for label, key in (
+        ("permission answer -> result shown, minus own time", "call"),
+        ("  answer written -> tool starts in the server", "before"),
+        ("  tool returns -> completed update arrives", "after"),
+        ("tool_call shown -> result shown, minus own time", "phase"),
+        ("whole prompt: 2 model calls + the tool call", "prompt"),
+    ):
+        print(f"  {label:<52}{fmt(calls[key])}")
+    if hub_call_overhead is not None:
+        added = statistics.median(calls["call"]) * 1000 - hub_call_overhead
+        print(
+            f"  the first figure minus the hub's own call overhead (SDK, {hub_call_overhead:.1f} ms): {added:+.1f} ms"
+        )
+
+    ok = True
+    cores = os.cpu_count() or 1
+    for name, single, many, primary, servers_cpu in results:
+        ratio = statistics.median(many) / statistics.median(single)
+        passed = ratio <= 1.5
+        note = (
+            ""
+            if passed or primary
+            else f"  (CPU-bound: the 5 servers use {servers_cpu:.1f} s of CPU from start to exit, "
+            f"{servers_cpu / cores:.1f} s on {cores} cores)"
+        )
+        print(
+            f"goal agent {name:<17}: session/new 5 <= 1.5x the slowest single server's start "
+            f"({statistics.median(single) * 1000:.0f} ms): {ratio:.2f}x  {'PASS' if passed else 'FAIL'}{note}"
+        )
+        ok = ok and (passed or not primary)
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=50, help="hub.call calls per server kind (part 1)")
+    parser.add_argument("--idle", type=float, default=0.5, help="start delay of the idle servers, seconds")
+    parser.add_argument("--agent-calls", type=int, default=20, help="prompts with an MCP tool call (part 2)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each agent response")
+    parser.add_argument("--part", choices=("all", "hub", "agent"), default="all")
+    args = parser.parse_args()
+    if args.runs < 1 or args.calls < 1 or args.agent_calls < 1:
+        parser.error("--runs, --calls and --agent-calls must be at least 1")
+    ok, hub_overhead = True, None
+    if args.part in ("all", "hub"):
+        ok, hub_overhead = anyio.run(hub_main, args)
+    if args.part in ("all", "agent"):
+        if args.part == "all":
+            print()
+        ok = agent_main(args, hub_overhead) and ok
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--idle", type=float, default=0.5, help="start delay of the idle servers, seconds")
-    sys.exit(anyio.run(main, parser.parse_args()))
+    sys.exit(main())

@@ -133,8 +133,9 @@ class AgentLoop:
             try:
                 return await commands.run(turn, *command)
             finally:
-                with anyio.CancelScope(shield=True):
-                    await session.persist()
+                session.save_soon()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
+                    await session.flush()
         await _name_session(session, prompt)
         return await turn.run(prompt)
 
@@ -259,7 +260,7 @@ class Turn:
         checkpoints = self.session.checkpoints
         if checkpoints is not None:
             checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
-        await self.session.persist()
+        self.session.save_soon()
         system = await self.system_message()
         try:
             return await self.loop(system, turn_start)
@@ -267,8 +268,7 @@ class Turn:
             self.repair_history()
             if checkpoints is not None:
                 checkpoints.end_turn()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
-                await self.session.persist()
+            self.session.save_soon()  # not awaited: the answer does not wait on the disk (aclose flushes)
 
     async def loop(self, system: Message, turn_start: int) -> StopReason:
         compacted_for_overflow = False
@@ -295,7 +295,7 @@ class Turn:
             compacted_for_overflow = False
             self.history.append(turn.message)
             await self.report_usage(turn)
-            await self.session.persist()
+            self.session.save_soon()
             if turn.finish_reason == "content_filter":
                 del self.history[turn_start:]
                 await self.say("\n\n_The model declined to answer (content filter)._\n")
@@ -313,7 +313,7 @@ class Turn:
                 except TurnCancelled:
                     return "cancelled"
                 images += self.add_tool_result(call.id, result.output)
-                await self.session.persist()
+                self.session.save_soon()
                 if self.repeating(call, result):
                     await self.say(
                         f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "

@@ -9,7 +9,6 @@ Terminals do not outlive their turn, so a terminal in a tool call is replaced by
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -107,14 +106,53 @@ def restore(session: Session, record: SessionRecord) -> None:
             log.warning("session %s: ignoring malformed undo checkpoints", session.id)
 
 
-def saver(session: Session, store: SessionStore) -> Callable[[], Awaitable[None]]:
-    """`session.persist`: save now; a failure is logged, never fatal to the turn."""
+class Saver:
+    """Saves one session in the background, coalescing requests, so a turn never waits on the disk mid-stream.
 
-    async def persist() -> None:
-        record = to_record(session)
+    `soon()` asks for a save of the current state; saves run one at a time in a worker thread, and requests
+    made during a save lead to one more save after it. `flush()` waits until what was asked is on disk. A
+    failed save is logged, never fatal to the turn.
+    """
+
+    def __init__(self, session: Session, store: SessionStore) -> None:
+        self.session = session
+        self.store = store
+        self._dirty = False
+        self._running = False
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def soon(self) -> None:
+        self._dirty = True
+        if self._running:
+            return
+        tasks = self.session.tasks
+        if tasks is None:
+            return  # no background: flush() saves
+        self._running = True
+        self._idle = anyio.Event()
+        tasks.start_soon(self._run)
+
+    async def flush(self) -> None:
+        """Wait for a save of everything asked so far (saving now if nothing runs in the background)."""
+        if self._running:
+            await self._idle.wait()
+        if self._dirty:
+            await self._save_dirty()
+
+    async def _run(self) -> None:
         try:
-            await anyio.to_thread.run_sync(store.save, record)
-        except Exception:
-            log.exception("session %s: could not be saved", session.id)
+            with anyio.CancelScope(shield=True):
+                while self._dirty:
+                    await self._save_dirty()
+        finally:
+            self._running = False
+            self._idle.set()
 
-    return persist
+    async def _save_dirty(self) -> None:
+        self._dirty = False
+        record = to_record(self.session)
+        try:
+            await anyio.to_thread.run_sync(self.store.save, record)
+        except Exception:
+            log.exception("session %s: could not be saved", self.session.id)

@@ -28,8 +28,11 @@ if TYPE_CHECKING:
     from coder_agent.config import Config
     from coder_agent.mcp_hub import McpHub, McpPromptInfo
     from coder_agent.permissions import PermissionPolicy
+    from coder_agent.persistence import Saver
 
 log = logging.getLogger(__name__)
+
+CLOSE_SAVE_TIMEOUT = 5.0
 
 
 def utc_now() -> str:
@@ -78,12 +81,22 @@ class Session:
     """A long-lived task group for what the session runs in the background (MCP connections)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close with the session (MCP servers)."""
-    persist: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    saver: Saver | None = None
     """Saves the session (set by the agent when it has a store)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
     _closed: bool = False
+
+    def save_soon(self) -> None:
+        """Ask for a save of the session's current state, in the background."""
+        if self.saver is not None:
+            self.saver.soon()
+
+    async def flush(self) -> None:
+        """Wait until the session's state is saved."""
+        if self.saver is not None:
+            await self.saver.flush()
 
     @property
     def roots(self) -> list[Path]:
@@ -125,13 +138,11 @@ class Session:
         self.cancel()
         async with self._turn_lock:
             pass
+        with anyio.move_on_after(CLOSE_SAVE_TIMEOUT):
+            await self.flush()
         closers, self.closers = self.closers, []
         for close in closers:
             try:
                 await close()
             except Exception:
                 log.exception("session %s: closing a resource failed", self.id)
-
-
-async def _nothing() -> None:
-    return None

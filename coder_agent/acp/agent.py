@@ -123,6 +123,7 @@ class AcpAgent:
         request = NewSessionRequest.model_validate(params)
         session = await self._open(f"sess_{uuid.uuid4().hex}", request.cwd, request.additional_directories, request)
         log.info("session %s opened in %s", session.id, session.cwd)
+        self._follow_up(session)
         return NewSessionResponse(session_id=session.id, **self._session_state(session)).wire()
 
     async def load_session(self, params: Any) -> dict[str, Any]:
@@ -145,6 +146,7 @@ class AcpAgent:
             for event in session.events:
                 await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
         log.info("session %s %s (%d messages)", session.id, "loaded" if replay else "resumed", len(record.messages))
+        self._follow_up(session)
         return LoadSessionResponse(**self._session_state(session)).wire()
 
     async def _load_record(self, session_id: str) -> SessionRecord:
@@ -184,10 +186,8 @@ class AcpAgent:
             raise
         session.client.observer = lambda update: persistence.record_update(session.events, update)
         if self.store is not None:
-            session.persist = persistence.saver(session, self.store)
+            session.saver = persistence.Saver(session, self.store)
         self.sessions[session_id] = session
-        if self._tasks is not None:
-            self._tasks.start_soon(self._after_response, session)
         return session
 
     @staticmethod
@@ -273,6 +273,11 @@ class AcpAgent:
         if session is None:
             raise ResourceNotFound(f"Session not found: {request.session_id}", {"sessionId": request.session_id})
         return session
+
+    def _follow_up(self, session: Session) -> None:
+        """After the response to the request that opened the session: announce its commands and the like."""
+        if self._tasks is not None:
+            self._tasks.start_soon(self._after_response, session)
 
     async def _after_response(self, session: Session) -> None:
         await anyio.sleep(AFTER_RESPONSE_DELAY)  # let the session/new response reach the client first

@@ -44,6 +44,7 @@ DEFAULT_CONTEXT_WINDOW = 32_768
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 30.0
 
+_UNPRICED: set[str] = set()
 _import_started = threading.Lock()
 _import_done = threading.Event()
 _litellm: ModuleType | None = None
@@ -278,10 +279,11 @@ def _assemble(litellm: ModuleType, chunks: list[Any], messages: Sequence[Message
         history["thinking_blocks"] = thinking
     usage = _usage(getattr(built, "usage", None))
     cost = (getattr(chunks[-1], "_hidden_params", None) or {}).get("response_cost")
-    if cost is None:
+    if cost is None and model not in _UNPRICED:
         try:
             cost = litellm.completion_cost(completion_response=built, model=model)
         except Exception:
+            _UNPRICED.add(model)  # litellm has no price for it: do not ask again on every call
             cost = None
     return ModelTurn(
         message=history,

@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -402,6 +403,21 @@ class PlanParams(Params):
 
 TOOLS: tuple[BuiltinTool, ...] = (ReadFile(), WriteFile(), EditFile(), Glob(), Grep(), RunCommand(), Fetch())
 PLAN_TOOL = "update_plan"
+BUILTIN_NAMES = frozenset([*(tool.name for tool in TOOLS), PLAN_TOOL])
+
+
+@cache
+def _builtin_specs() -> list[dict[str, Any]]:
+    """The built-in tools' schemas, built once (the model sees the same bytes every call: good for caching)."""
+    plan = {
+        "type": "function",
+        "function": {
+            "name": PLAN_TOOL,
+            "description": prompts.load(f"tools/{PLAN_TOOL}.md"),
+            "parameters": _clean_schema(PlanParams.model_json_schema()),
+        },
+    }
+    return [*(tool.spec() for tool in TOOLS), plan]
 
 
 # ---- the executor ---------------------------------------------------------------------------------
@@ -430,15 +446,13 @@ class BuiltinTools:
         return tools
 
     def specs(self) -> list[dict[str, Any]]:
-        plan = {
-            "type": "function",
-            "function": {
-                "name": PLAN_TOOL,
-                "description": prompts.load(f"tools/{PLAN_TOOL}.md"),
-                "parameters": _clean_schema(PlanParams.model_json_schema()),
-            },
-        }
-        return [tool.spec() for tool in self.tools.values()] + [plan]
+        hub = self.session.mcp_hub
+        if hub is None:
+            return _builtin_specs()
+        from coder_agent.tools.mcp_tools import McpToolCall
+
+        extra = [McpToolCall(t, hub).spec() for t in hub.tools() if t.qualified_name not in BUILTIN_NAMES]
+        return [*_builtin_specs(), *extra]
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         if call.name == PLAN_TOOL:

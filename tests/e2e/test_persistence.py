@@ -76,7 +76,7 @@ async def test_a_session_killed_mid_turn_still_loads(tmp_path: Path, fake_llm: F
                 "session/prompt",
                 {"sessionId": session, "prompt": [{"type": "text", "text": "long task"}]},
             )
-            await client.wait_for(lambda: bool(client.agent_text(session)), timeout=30)
+            await client.wait_for(lambda: bool(client.agent_text(session)), timeout=90)
             agent.process.send_signal(signal.SIGKILL)
             with anyio.fail_after(10):
                 await agent.process.wait()

@@ -60,6 +60,12 @@ async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path, fak
         for i, f in enumerate(client.frames)
         if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "tool_call"
     ), "the whole history is replayed before the response"
+    commands_index = next(
+        i
+        for i, f in enumerate(client.frames)
+        if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    )
+    assert commands_index > response_index, "commands are announced after the load response, not mid-replay"
     history = fake_llm.last_request["messages"]
     assert history[1]["content"] == "fix a.txt please"
     assert history[-1]["content"] == "and now?"
