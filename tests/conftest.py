@@ -1,4 +1,5 @@
-"""Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio)."""
+"""Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio), and no test
+touches the real user's config or data folders."""
 
 import pytest
 
@@ -8,3 +9,15 @@ pytest_plugins = ["tests.support.fake_llm"]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's user config, session store and undo blobs live under a temporary home in tests."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    for name in ("CODER_AGENT_MODEL", "CODER_AGENT_API_BASE", "CODER_AGENT_API_KEY", "CODER_AGENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
