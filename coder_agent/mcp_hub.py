@@ -37,7 +37,7 @@ stdio servers are spawned by our own small transport rather than `mcp.client.std
 hub needs what that one hides: the process (exit code, pid) and the server's stderr (its last lines explain most
 failures). The server's stderr is copied line by line to `log_to` (stderr by default, never stdout: stdout is the
 ACP channel), prefixed with the server's name. Its environment is ours with the ACP `env` entries merged over it,
-so PATH, HOME and the like work as they do in a shell (note: the server also sees our other variables).
+so PATH, HOME and the like work as they do in a shell; model API keys are left out (`providers.child_environ`).
 
 Protocol: `mcp` 2.x negotiates the version (`mode="auto"`): a `server/discover` probe, falling back to the
 `initialize` handshake for 2025-era servers (a server that ignores the unknown request instead of answering
@@ -73,6 +73,8 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TextIO
 import anyio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from coder_agent.model.providers import child_environ
 
 if TYPE_CHECKING:
     from mcp.client.client import Client
@@ -754,7 +756,7 @@ async def _stdio_transport(
     """Spawn the server in its own process group; bridge its stdout/stdin to the session's streams."""
     from mcp.shared.message import SessionMessage
 
-    env = {**os.environ, **spec.env}
+    env = {**child_environ(), **spec.env}
     executable = _resolve_command(spec.command, env)
     info = connection.process
     pipe_stderr = os.name == "posix"

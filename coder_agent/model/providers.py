@@ -51,3 +51,14 @@ def needs_key(model: str, api_base: str | None) -> bool:
     if provider in KEYLESS_PROVIDERS or api_base is not None:
         return False
     return provider in KEY_VARIABLES
+
+
+def child_environ() -> dict[str, str]:
+    """The agent's environment without model API keys: what commands and MCP servers it starts inherit.
+
+    A command the model runs (or a prompt-injected one) must not be able to read the user's model key.
+    """
+    import os
+
+    secrets = {"CODER_AGENT_API_KEY", *(name for names in KEY_VARIABLES.values() for name in names)}
+    return {name: value for name, value in os.environ.items() if name not in secrets}

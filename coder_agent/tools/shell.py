@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from coder_agent.acp.client import AcpClient
+from coder_agent.model.providers import child_environ
 
 OUTPUT_BYTE_LIMIT = 1_000_000
 LOCAL_HEAD_BYTES = 200_000
@@ -92,7 +93,7 @@ async def _quietly(call: Awaitable[None]) -> None:
 async def run_locally(command: str, cwd: Path, timeout: float) -> CommandResult:
     """Run as a local subprocess in its own process group; the group is killed when the call ends."""
     shell, args = shell_argv(command)
-    env = {**os.environ, **COMMAND_ENV}
+    env = {**child_environ(), **COMMAND_ENV}
     process = await anyio.open_process(
         [shell, *args],
         cwd=cwd,

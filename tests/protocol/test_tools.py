@@ -496,3 +496,17 @@ async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path, fake_llm:
     assert "x{}" not in first
     assert "Only http:// and https://" in second
     assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["fetch"], "a bad URL fails before asking"
+
+
+async def test_commands_do_not_see_the_model_key(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    monkeypatch.setenv("CODER_AGENT_API_KEY", "sk-nor-this")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    fake_llm.script(calls(ToolCall("run_command", {"command": "env"})))
+    async with tool_agent(tmp_path, fake_llm, terminal=False, mode="full-auto") as (client, editor, session, work):
+        await client.prompt(session, "env")
+    output = tool_results(fake_llm)[0]
+    assert "HARMLESS_SETTING=visible" in output
+    assert "sk-should-not-leak" not in output and "sk-nor-this" not in output
