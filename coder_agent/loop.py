@@ -181,9 +181,9 @@ class AgentLoop:
 
 
 def _builtin_tools(session: Session) -> ToolSet:
-    from coder_agent.tools.builtin import BuiltinTools
+    from coder_agent.tools.executor import SessionTools
 
-    return BuiltinTools(session) if session.permissions is not None else NoTools()
+    return SessionTools(session) if session.permissions is not None else NoTools()
 
 
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:

@@ -1,17 +1,29 @@
 """The seam between the agent loop and the tools: what a tool set offers the model and what a call returns.
 
 A `ToolSet` announces each call to the client, asks permission, runs it and reports it: the loop only
-hands it the model's call and feeds the result back. Failures the model should see (bad arguments, a
+hands it the model's call and feeds the result back. A `Tool` is one tool as the executor sees it: it
+parses a call's arguments and prepares it (`Prepared`: what it will do, for the permission policy, and how
+to run it, giving an `Outcome`). Failures the model should see (bad arguments, a
 rejected permission, a failed command) are results with `failed=True`, never exceptions; `TurnCancelled`
 is the one exception, for a user who cancelled from the permission prompt.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from coder_agent import prompts
+from coder_agent.acp.content import ContentToolCallContent, TextContent, ToolCallContent, ToolCallLocation, ToolKind
 from coder_agent.model.types import ToolCallRequest
+from coder_agent.permissions import Action
+from coder_agent.tools.files import ToolError
+
+if TYPE_CHECKING:
+    from coder_agent.tools.executor import SessionTools
 
 
 @dataclass(frozen=True)
@@ -51,3 +63,108 @@ class NoTools:
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         return ToolResult(f"There is no tool named {call.name!r}.", failed=True)
+
+
+@dataclass
+class Outcome:
+    """A finished call: what the model reads, what the user sees, and whether it failed."""
+
+    output: str | list[dict[str, Any]]
+    display: list[ToolCallContent] = field(default_factory=list)
+    failed: bool = False
+    replay: list[ToolCallContent] | None = None
+    """What a reloaded session shows instead of `display` (a terminal's output once the terminal is gone)."""
+
+
+@dataclass
+class Prepared:
+    """A call that passed its checks, ready to be permitted and run."""
+
+    action: Action
+    title: str
+    run: Callable[[], Awaitable[Outcome]]
+    locations: list[ToolCallLocation] = field(default_factory=list)
+    preview: list[ToolCallContent] = field(default_factory=list)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tool(Protocol):
+    """What the executor needs of a tool: the built-in ones below, and MCP servers' (`tools.mcp_tools`)."""
+
+    name: str
+    kind: ToolKind
+
+    def spec(self) -> dict[str, Any]: ...
+
+    def parse(self, arguments: str) -> Any:
+        """The call's arguments, checked; ToolError if they do not fit."""
+        ...
+
+    def title(self, params: Any, tools: SessionTools) -> str: ...
+
+    async def prepare(self, params: Any, tools: SessionTools) -> Prepared: ...
+
+
+class BuiltinTool:
+    """One built-in tool: its name, kind and parameters, and how to prepare a call."""
+
+    name: str
+    kind: ToolKind
+    params: ClassVar[type[Params]]
+
+    def parse(self, arguments: str) -> Any:
+        try:
+            return self.params.model_validate_json(arguments or "{}")
+        except ValidationError as exc:
+            raise ToolError(f"Invalid arguments for {self.name}: {describe_validation(exc)}") from None
+
+    def spec(self) -> dict[str, Any]:
+        schema = clean_schema(self.params.model_json_schema())
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": prompts.load(f"tools/{self.name}.md"), "parameters": schema},
+        }
+
+    def title(self, params: Any, tools: SessionTools) -> str:
+        return self.name
+
+    async def prepare(self, params: Any, tools: SessionTools) -> Prepared:
+        raise NotImplementedError
+
+
+def text_content(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(content=TextContent(text=text))
+
+
+def describe_validation(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema without pydantic's titles, with $defs inlined (some providers reject $ref)."""
+    defs = schema.pop("$defs", {})
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return clean(dict(defs[node["$ref"].rsplit("/", 1)[-1]]))
+            if "anyOf" in node and any(branch == {"type": "null"} for branch in node["anyOf"]):
+                others = [branch for branch in node["anyOf"] if branch != {"type": "null"}]
+                if len(others) == 1:
+                    merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **others[0]}
+                    merged.pop("default", None)
+                    return clean(merged)
+            return {key: clean(value) for key, value in node.items() if key != "title"}
+        if isinstance(node, list):
+            return [clean(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = clean(schema)
+    return cleaned

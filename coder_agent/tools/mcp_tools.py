@@ -15,11 +15,12 @@ from pydantic import TypeAdapter
 
 from coder_agent.acp.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
 from coder_agent.permissions import Action
+from coder_agent.tools.base import Outcome, Prepared
 from coder_agent.tools.files import ToolError
 
 if TYPE_CHECKING:
     from coder_agent.mcp_hub import McpHub, McpTool
-    from coder_agent.tools.builtin import BuiltinTools, Outcome, Prepared
+    from coder_agent.tools.executor import SessionTools
 
 MCP_CALL_TIMEOUT = 300.0
 
@@ -33,7 +34,7 @@ def mcp_kind(tool: McpTool) -> ToolKind:
 
 
 class McpToolCall:
-    """One MCP tool, seen through the `BuiltinTool` interface of the executor."""
+    """One MCP tool, seen through the `Tool` interface of the executor."""
 
     def __init__(self, tool: McpTool, hub: McpHub) -> None:
         self.tool = tool
@@ -63,12 +64,11 @@ class McpToolCall:
             raise ToolError(f"Invalid arguments for {self.name}: expected a JSON object")
         return parsed
 
-    def title(self, params: dict[str, Any], tools: BuiltinTools) -> str:
+    def title(self, params: dict[str, Any], tools: SessionTools) -> str:
         return f"{self.tool.server}: {self.tool.title or self.tool.name}"
 
-    async def prepare(self, params: dict[str, Any], tools: BuiltinTools) -> Prepared:
+    async def prepare(self, params: dict[str, Any], tools: SessionTools) -> Prepared:
         from coder_agent.mcp_hub import McpError
-        from coder_agent.tools.builtin import Outcome, Prepared
 
         async def run() -> Outcome:
             try:
