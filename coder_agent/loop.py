@@ -99,12 +99,12 @@ class AgentLoop:
         session.checkpoints = Checkpoints(session.cwd, session_id=session.id)
         if session.mcp_servers:
             await _connect_mcp(session)
-        start_background_import()  # a prompt is coming: have the model library ready for it
 
     async def authenticate(self) -> None:
         self._settings(self._load_config(None))
 
     async def session_ready(self, session: Session) -> None:
+        start_background_import()  # a prompt is coming: have the model library ready for it
         if session.mcp_hub is not None:
             session.mcp_prompts = await session.mcp_hub.list_prompts()
         await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
