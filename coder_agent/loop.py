@@ -53,7 +53,8 @@ from coder_agent.model.types import (
 from coder_agent.options import config_options
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.prompt_content import to_user_message
-from coder_agent.session import Session, utc_now
+from coder_agent.session import Session
+from coder_agent.store import utc_now
 from coder_agent.tools.base import NoTools, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)

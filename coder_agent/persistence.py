@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 
-from coder_agent.session import Session, utc_now
-from coder_agent.store import SessionRecord, SessionStore
+from coder_agent.session import Session
+from coder_agent.store import SessionRecord, SessionStore, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,6 @@ every prompt queued before it; each of those prompts answers `cancelled`, exactl
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from anyio.abc import TaskGroup
 from coder_agent.acp.client import AcpClient
 from coder_agent.acp.content import ContentBlock
 from coder_agent.acp.schema import McpServer, StopReason
+from coder_agent.store import utc_now
 from coder_agent.turn import TurnRunner
 
 if TYPE_CHECKING:
@@ -33,11 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_SAVE_TIMEOUT = 5.0
-
-
-def utc_now() -> str:
-    """The current time as ISO 8601 UTC, as ACP's `updatedAt` wants it."""
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -102,10 +97,6 @@ class Session:
     def roots(self) -> list[Path]:
         """The directories tools may work in without asking: cwd first."""
         return [self.cwd, *self.additional_directories]
-
-    @property
-    def busy(self) -> bool:
-        return self._turn_scope is not None
 
     async def prompt(self, blocks: Sequence[ContentBlock]) -> StopReason:
         """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
