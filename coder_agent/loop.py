@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -113,13 +114,8 @@ class AgentLoop:
             failed = [status for status in session.mcp_hub.statuses() if status.state == "failed"]
             if failed:
                 lines = "\n".join(f"- **{status.name}**: {status.error}" for status in failed)
-                await session.client.update(
-                    AgentMessageChunk(
-                        content=TextContent(
-                            text=f"Some MCP servers could not be started; their tools are missing:\n\n{lines}\n"
-                        )
-                    )
-                )
+                text = f"Some MCP servers could not be started; their tools are missing:\n\n{lines}\n"
+                await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         if session.config is None:
@@ -226,8 +222,6 @@ async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> Non
 
 
 def _os_environ() -> dict[str, str]:
-    import os
-
     return dict(os.environ)
 
 

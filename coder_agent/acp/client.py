@@ -67,10 +67,10 @@ class AcpClient:
         session = self.capabilities.session
         return session is not None and session.compaction is not None
 
-    async def update(self, update: SessionUpdate) -> None:
-        """Send one `session/update` notification."""
+    async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
+        """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""
         wire = update.wire()
-        if self.observer is not None:
+        if self.observer is not None and not live_only:
             self.observer(wire)
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})
 
