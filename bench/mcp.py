@@ -64,14 +64,11 @@ import io
 import json
 import os
 import resource
-import selectors
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -79,9 +76,23 @@ from typing import IO, TYPE_CHECKING, Any
 import anyio
 
 ROOT = Path(__file__).resolve().parents[1]
-# This file is named mcp.py: its folder, which Python puts first on sys.path, would shadow the mcp package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+BENCH = Path(__file__).resolve().parent
+# This file is named mcp.py: its folder, which Python puts first on sys.path, would shadow the mcp package. It goes
+# last instead, for acp_bench: the installed mcp package is found first.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(BENCH))
+
+from acp_bench import (  # noqa: E402
+    BenchFailure,
+    JsonLinesAgent,
+    Note,
+    agent_env,
+    cpu_times,
+    default_agent,
+    descendants,
+    process_children,
+)
 
 from coder_agent.mcp_hub import McpHub, McpServerSpec  # noqa: E402
 
@@ -218,10 +229,6 @@ FOLLOW_UP = "available_commands_update"  # the agent's notification just after a
 SERVER_MARK = b"tests.support.mcp_servers."
 
 
-class BenchFailure(Exception):
-    """A request failed, timed out, or answered something unexpected."""
-
-
 def acp_server(name: str, module: str, **env: str) -> dict[str, Any]:
     """An ACP stdio MCP server entry for a test server."""
     variables = [{"name": "PYTHONPATH", "value": str(ROOT)}, *({"name": k, "value": v} for k, v in env.items())]
@@ -233,7 +240,7 @@ def acp_server(name: str, module: str, **env: str) -> dict[str, Any]:
     }
 
 
-class AgentPipe:
+class AgentPipe(JsonLinesAgent):
     """The spawned agent, read line by line; every arrival is stamped with time.monotonic().
 
     Requests from the agent: `session/request_permission` is answered at once with `allow_once` (the arrival and the
@@ -242,171 +249,29 @@ class AgentPipe:
     """
 
     def __init__(self, env: dict[str, str], stderr: IO[bytes]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "coder_agent"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=env,
-        )
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.stdin = self.proc.stdin
-        self.fd = self.proc.stdout.fileno()
-        self.buf = b""
-        self.eof = False
-        self.next_id = 0
-        self.inbox: deque[tuple[dict[str, Any], float]] = deque()
+        super().__init__(default_agent(), env, stderr, clock=time.monotonic)
         self.permissions: list[tuple[float, float]] = []
         self.unexpected: list[str] = []
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.fd, selectors.EVENT_READ)
 
-    def send(self, msg: dict[str, Any]) -> None:
-        try:
-            self.stdin.write((json.dumps(msg) + "\n").encode())
-            self.stdin.flush()
-        except (BrokenPipeError, ValueError) as exc:
-            raise BenchFailure(f"cannot write to the agent ({exc}); exit code {self.proc.poll()}") from exc
-
-    def read(self, timeout: float) -> None:
-        if not self.sel.select(timeout):
-            return
-        chunk = os.read(self.fd, 1 << 20)
-        now = time.monotonic()
-        if not chunk:
-            self.eof = True
-            return
-        *lines, self.buf = (self.buf + chunk).split(b"\n")
-        for line in lines:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                raise BenchFailure(f"non-JSON line on the agent's stdout: {line[:200]!r}") from None
-            if "method" in msg and "id" in msg:
-                if msg["method"] == "session/request_permission":
-                    self.send(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": msg["id"],
-                            "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
-                        }
-                    )
-                    self.permissions.append((now, time.monotonic()))
-                else:
-                    self.unexpected.append(f"unexpected request from the agent: {line[:200]!r}")
-                    self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "bench: no"}})
-                continue
-            self.inbox.append((msg, now))
-
-    def request(
-        self, method: str, params: dict[str, Any], timeout: float
-    ) -> tuple[dict[str, Any], float, list[tuple[dict[str, Any], float]]]:
-        """Send a request; its result, its round trip in seconds, and the notifications that came before it."""
-        self.next_id += 1
-        req_id = self.next_id
-        notes: list[tuple[dict[str, Any], float]] = []
-        sent = time.monotonic()
-        self.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
-        while True:
-            while self.inbox:
-                msg, at = self.inbox.popleft()
-                if "method" in msg:
-                    notes.append((msg, at))
-                elif msg.get("id") == req_id:
-                    if "error" in msg or not isinstance(msg.get("result"), dict):
-                        raise BenchFailure(f"{method} answered {json.dumps(msg)[:300]}")
-                    return msg["result"], at - sent, notes
-            if self.eof:
-                raise BenchFailure(f"the agent closed stdout before answering {method}; exit code {self.proc.poll()}")
-            remaining = sent + timeout - time.monotonic()
-            if remaining <= 0:
-                raise BenchFailure(f"no answer to {method} within {timeout:g} s")
-            self.read(remaining)
-
-    def wait_update(self, session_id: str, kind: str, seen: list[tuple[dict[str, Any], float]], timeout: float) -> bool:
-        """Whether a session/update of `kind` for the session is in `seen` or arrives within `timeout`."""
-
-        def match(msg: dict[str, Any]) -> bool:
-            params = msg.get("params") or {}
-            return params.get("sessionId") == session_id and (params.get("update") or {}).get("sessionUpdate") == kind
-
-        if any(match(msg) for msg, _ in seen):
-            return True
-        deadline = time.monotonic() + timeout
-        while True:
-            while self.inbox:
-                if match(self.inbox.popleft()[0]):
-                    return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.eof:
-                return False
-            self.read(remaining)
-
-    def settle(self, limit: float = 20.0) -> float:
-        """Wait until the agent's CPU time stops growing (< 10 ms in 250 ms); the seconds waited."""
-        started = time.monotonic()
-        last = cpu_seconds(self.proc.pid)
-        while time.monotonic() - started < limit:
-            until = time.monotonic() + 0.25
-            while (left := until - time.monotonic()) > 0 and not self.eof:
-                self.read(left)
-            now = cpu_seconds(self.proc.pid)
-            if now - last < 0.01:
-                break
-            last = now
-        self.inbox.clear()
-        return time.monotonic() - started
-
-    def close(self) -> int | None:
-        """Close stdin and wait for the exit (kill after 10 s); the exit code, None if it had to be killed."""
-        with contextlib.suppress(OSError):
-            self.stdin.close()
-        try:
-            code: int | None = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            code = None
-        self.sel.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return code
-
-
-def cpu_times(pid: int) -> tuple[float, float]:
-    """User + system CPU seconds of a process, and of its children it has waited for, from /proc (0 without it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0, 0.0
-    fields = [int(x) for x in stat[stat.rfind(b")") + 2 :].split()[11:15]]  # utime, stime, cutime, cstime
-    tick = os.sysconf("SC_CLK_TCK")
-    return (fields[0] + fields[1]) / tick, (fields[2] + fields[3]) / tick
-
-
-def cpu_seconds(pid: int) -> float:
-    return cpu_times(pid)[0]
+    def on_request(self, msg: dict[str, Any], line: bytes, now: float) -> None:
+        if msg["method"] == "session/request_permission":
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": msg["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
+                }
+            )
+            self.permissions.append((now, time.monotonic()))
+        else:
+            self.unexpected.append(f"unexpected request from the agent: {line[:200]!r}")
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "bench: no"}})
 
 
 def server_pids(root: int) -> list[int]:
     """The test MCP server processes among the descendants of `root` (zombies excluded)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if fields[0] != b"Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
-    found, stack = [], list(children.get(root, ()))
-    while stack:
-        pid = stack.pop()
-        stack.extend(children.get(pid, ()))
+    found = []
+    for pid in descendants(root, process_children(skip_zombies=True)):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if SERVER_MARK in f.read():
@@ -426,22 +291,18 @@ class AgentBench:
     def cwd(self) -> str:
         return tempfile.mkdtemp(dir=self.temp, prefix="cwd-")
 
-    def new_session(self, servers: list[dict[str, Any]]) -> tuple[str, float, list[tuple[dict[str, Any], float]]]:
-        result, took, notes = self.agent.request(
-            "session/new", {"cwd": self.cwd(), "mcpServers": servers}, self.args.timeout
-        )
-        session_id = result["sessionId"]
+    def new_session(self, servers: list[dict[str, Any]]) -> tuple[str, float, list[Note]]:
+        ex = self.agent.request("session/new", {"cwd": self.cwd(), "mcpServers": servers}, self.args.timeout)
+        session_id = ex.result["sessionId"]
         running = len(server_pids(self.agent.proc.pid))
         if running != len(servers):
             raise BenchFailure(f"session/new with {len(servers)} MCP servers answered with {running} of them running")
-        return session_id, took, notes
+        return session_id, ex.seconds, ex.notes
 
-    def close_session(
-        self, session_id: str, notes: list[tuple[dict[str, Any], float]], *, follow_up_seen: bool = False
-    ) -> float:
-        if not follow_up_seen and not self.agent.wait_update(session_id, FOLLOW_UP, notes, 2.0):
+    def close_session(self, session_id: str, notes: list[Note], *, follow_up_seen: bool = False) -> float:
+        if not follow_up_seen and not self.agent.wait_update(session_id, FOLLOW_UP, 2.0, notes):
             self.failures.append(f"no {FOLLOW_UP} within 2 s of a session/new response")
-        _, took, _ = self.agent.request("session/close", {"sessionId": session_id}, self.args.timeout)
+        took = self.agent.request("session/close", {"sessionId": session_id}, self.args.timeout).seconds
         deadline = time.monotonic() + 3
         while (left := server_pids(self.agent.proc.pid)) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -474,20 +335,18 @@ class AgentBench:
         from tests.support.fake_llm import Reply
 
         session_id, _, notes = self.new_session([acp_server("basic", "basic")])
-        self.agent.wait_update(session_id, FOLLOW_UP, notes, 2.0)
+        self.agent.wait_update(session_id, FOLLOW_UP, 2.0, notes)
         figures: dict[str, list[float]] = {key: [] for key in ("call", "before", "after", "phase", "prompt", "own")}
         for i in range(TOOL_WARMUPS + self.args.agent_calls):
             llm.add(Reply.tool("mcp__basic__timed", {"ms": 0}), Reply("done"))
             self.agent.permissions.clear()
             prompt = [{"type": "text", "text": f"Call the timed tool ({i})."}]
-            result, took, notes = self.agent.request(
-                "session/prompt", {"sessionId": session_id, "prompt": prompt}, self.args.timeout
-            )
-            if result.get("stopReason") != "end_turn":
-                raise BenchFailure(f"session/prompt ended with {result.get('stopReason')!r}")
+            ex = self.agent.request("session/prompt", {"sessionId": session_id, "prompt": prompt}, self.args.timeout)
+            if ex.result.get("stopReason") != "end_turn":
+                raise BenchFailure(f"session/prompt ended with {ex.result.get('stopReason')!r}")
             shown = done = None
             content: Any = None
-            for msg, at in notes:
+            for msg, _, at in ex.notes:
                 update = (msg.get("params") or {}).get("update") or {}
                 kind = update.get("sessionUpdate")
                 if kind == "tool_call" and shown is None:
@@ -508,7 +367,7 @@ class AgentBench:
                 figures["before"].append(start - answered)
                 figures["after"].append(done - end)
                 figures["phase"].append(done - shown - (end - start))
-                figures["prompt"].append(took)
+                figures["prompt"].append(ex.seconds)
                 figures["own"].append(end - start)
         self.close_session(session_id, [], follow_up_seen=True)
         return figures
@@ -531,20 +390,6 @@ def own_times(content: Any, llm: FakeLLM) -> tuple[float, float]:
     raise BenchFailure(f"the timed tool's start and end are not in its result: {json.dumps(content)[:300]}")
 
 
-def agent_env(temp: Path, base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")}
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        path = temp / f"xdg-{name.lower()}"
-        path.mkdir()
-        env[f"XDG_{name}_HOME"] = str(path)
-    env |= {
-        "CODER_AGENT_MODEL": "openai/fake-model",
-        "CODER_AGENT_API_BASE": base_url,
-        "CODER_AGENT_API_KEY": "sk-test",
-    }
-    return env
-
-
 def agent_main(args: argparse.Namespace, hub_call_overhead: float | None) -> bool:
     """Part 2; returns whether the idle-server goal passed and every request succeeded."""
     from tests.support.fake_llm import FakeLLM
@@ -556,7 +401,13 @@ def agent_main(args: argparse.Namespace, hub_call_overhead: float | None) -> boo
     failures: list[str] = []
     try:
         with FakeLLM() as llm, stderr_path.open("wb") as log:
-            agent = AgentPipe(agent_env(temp, llm.base_url), log)
+            env = agent_env(
+                temp,
+                CODER_AGENT_MODEL="openai/fake-model",
+                CODER_AGENT_API_BASE=llm.base_url,
+                CODER_AGENT_API_KEY="sk-test",
+            )
+            agent = AgentPipe(env, log)
             bench = AgentBench(args, agent, temp)
             try:
                 ok = run_agent_figures(bench, llm, hub_call_overhead)
@@ -578,11 +429,11 @@ def agent_main(args: argparse.Namespace, hub_call_overhead: float | None) -> boo
 
 def run_agent_figures(bench: AgentBench, llm: FakeLLM, hub_call_overhead: float | None) -> bool:
     agent, args = bench.agent, bench.args
-    _, init_took, _ = agent.request(
+    init_took = agent.request(
         "initialize",
         {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench-mcp", "version": "0"}},
         args.timeout,
-    )
+    ).seconds
     first, _ = bench.open_close([])
     settled = agent.settle()
     print(f"cpus {os.cpu_count()}   runs {args.runs}   one agent   initialize {init_took * 1000:.0f} ms")

@@ -38,36 +38,41 @@ The agent gets CODER_AGENT_MODEL=openai/bench with an unused local CODER_AGENT_A
 temp XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_STATE_HOME and XDG_CACHE_HOME; every temp dir is removed at the end.
 Exit status: 0 when every request succeeded and both goals passed, 1 otherwise, 2 on usage errors.
 
-Stdlib + coder_agent.store (to write the sessions); the agent is only spoken to over its pipes.
+Stdlib + coder_agent.store (to write the sessions) + bench/acp_bench.py; the agent is only spoken to over its pipes.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
-import selectors
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-# The repo root for coder_agent, bench/ for sessions_store. (bench/ also holds mcp.py, which would shadow the mcp
-# package; nothing imported here imports mcp.)
+# The repo root for coder_agent, bench/ for sessions_store and acp_bench. (bench/ also holds mcp.py, which would
+# shadow the mcp package; nothing imported here imports mcp.)
 for _path in (str(BENCH), str(ROOT)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from acp_bench import (  # noqa: E402
+    STDERR_TAIL_LINES,
+    BenchFailure,
+    JsonLinesAgent,
+    agent_env,
+    default_agent,
+    finish,
+    print_failures,
+    stats,
+    warn_few_runs,
+)
 from sessions_store import big_session, small_session  # noqa: E402
 
 from coder_agent.store import SessionStore  # noqa: E402
@@ -76,176 +81,7 @@ GOAL_MS = 300.0
 MIN_RUNS = 10
 BIG_ID = "sess_big"
 FILTER_CWD = "/home/dev/project_3"  # one of small_session's 7 working directories
-STDERR_TAIL_LINES = 15
 FOLLOW_UP = "available_commands_update"  # what the agent sends just after a session opens
-
-
-class BenchFailure(Exception):
-    """A request failed, timed out, or answered something unexpected."""
-
-
-@dataclass
-class Exchange:
-    """One request: its result, when it was sent and answered, and the notifications that arrived in between."""
-
-    result: dict[str, Any]
-    sent: float
-    arrived: float
-    size: int
-    notes: list[tuple[dict[str, Any], int, float]] = field(default_factory=list)
-
-    @property
-    def ms(self) -> float:
-        return (self.arrived - self.sent) * 1000
-
-
-class Agent:
-    """The spawned agent and a line reader on its stdout (every line must be a JSON-RPC 2.0 message)."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str], stderr: IO[bytes]) -> None:
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.stdin = self.proc.stdin
-        self.fd = self.proc.stdout.fileno()
-        self.buf = b""
-        self.eof = False
-        self.next_id = 0
-        self.pending: deque[tuple[dict[str, Any], int, float]] = deque()
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.fd, selectors.EVENT_READ)
-
-    def send(self, msg: dict[str, Any]) -> None:
-        try:
-            self.stdin.write((json.dumps(msg) + "\n").encode())
-            self.stdin.flush()
-        except (BrokenPipeError, ValueError) as exc:
-            raise BenchFailure(f"cannot write to the agent ({exc}); exit code {self.proc.poll()}") from exc
-
-    def _read(self, timeout: float) -> None:
-        if not self.sel.select(timeout):
-            return
-        chunk = os.read(self.fd, 1 << 20)
-        now = time.perf_counter()
-        if not chunk:
-            self.eof = True
-            return
-        *lines, self.buf = (self.buf + chunk).split(b"\n")
-        for line in lines:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                raise BenchFailure(f"non-JSON line on the agent's stdout: {line[:200]!r}") from None
-            if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-                raise BenchFailure(f"not a JSON-RPC 2.0 message on the agent's stdout: {line[:200]!r}")
-            if "method" in msg and "id" in msg:  # a request from the agent: none is expected here
-                error = {"code": -32601, "message": "bench: not supported"}
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "error": error})
-                continue
-            self.pending.append((msg, len(line) + 1, now))
-
-    def request(self, method: str, params: dict[str, Any], timeout: float) -> Exchange:
-        """Send a request and wait for its response, keeping the notifications that come before it."""
-        self.next_id += 1
-        req_id = self.next_id
-        notes: list[tuple[dict[str, Any], int, float]] = []
-        sent = time.perf_counter()
-        self.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
-        deadline = sent + timeout
-        while True:
-            while self.pending:
-                msg, size, at = self.pending.popleft()
-                if "method" in msg:
-                    notes.append((msg, size, at))
-                elif msg.get("id") == req_id:
-                    if "error" in msg or not isinstance(msg.get("result"), dict):
-                        raise BenchFailure(f"{method} answered {json.dumps(msg)[:300]}")
-                    return Exchange(msg["result"], sent, at, size, notes)
-            if self.eof:
-                raise BenchFailure(f"the agent closed stdout before answering {method}; exit code {self.proc.poll()}")
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise BenchFailure(f"no answer to {method} within {timeout:g} s")
-            self._read(remaining)
-
-    def wait_for_update(self, session_id: str, kind: str, timeout: float) -> bool:
-        """Read until a session/update of `kind` for `session_id` arrives (True) or `timeout` passes (False)."""
-        deadline = time.perf_counter() + timeout
-        while True:
-            while self.pending:
-                msg, _, _ = self.pending.popleft()
-                params = msg.get("params") or {}
-                if params.get("sessionId") == session_id and (params.get("update") or {}).get("sessionUpdate") == kind:
-                    return True
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0 or self.eof:
-                return False
-            self._read(remaining)
-
-    def close(self) -> int | None:
-        """Close stdin and wait for the exit (kill after 10 s); the exit code, None if it had to be killed."""
-        with contextlib.suppress(OSError):
-            self.stdin.close()
-        try:
-            code: int | None = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            code = None
-        self.sel.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return code
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process, from /proc (0 without it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rfind(b")") + 2 :].split()  # state is fields[0]; utime and stime are fields[11], [12]
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def settle(agent: Agent, limit: float = 20.0) -> float:
-    """Wait until the agent's CPU time stops growing (< 10 ms in 250 ms) or `limit` passes; the seconds waited."""
-    started = time.perf_counter()
-    last = cpu_seconds(agent.proc.pid)
-    while time.perf_counter() - started < limit:
-        until = time.perf_counter() + 0.25
-        while (left := until - time.perf_counter()) > 0 and not agent.eof:
-            agent._read(left)  # keep its stdout drained meanwhile
-        now = cpu_seconds(agent.proc.pid)
-        if now - last < 0.01:
-            break
-        last = now
-    agent.pending.clear()
-    return time.perf_counter() - started
-
-
-def stats(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"median": None, "min": None, "max": None, "n": 0, "values": []}
-    return {
-        "median": round(statistics.median(values), 2),
-        "min": round(min(values), 2),
-        "max": round(max(values), 2),
-        "n": len(values),
-        "values": [round(v, 2) for v in values],
-    }
-
-
-def agent_env(temp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")}
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        (temp / f"xdg-{name.lower()}").mkdir(exist_ok=True)
-        env[f"XDG_{name}_HOME"] = str(temp / f"xdg-{name.lower()}")
-    env["CODER_AGENT_MODEL"] = "openai/bench"
-    env["CODER_AGENT_API_BASE"] = "http://127.0.0.1:9/v1"  # never called: no prompt is sent
-    return env
-
 
 INITIALIZE = {
     "protocolVersion": 1,
@@ -258,14 +94,14 @@ class Bench:
     def __init__(self, args: argparse.Namespace, temp: Path) -> None:
         self.args = args
         self.env = agent_env(temp)
-        self.cmd = [sys.executable, "-m", "coder_agent"]
+        self.cmd = default_agent()
         self.stderr_path = temp / "agent-stderr.log"
         self.big_cwd = ""
         self.big_events = 0
         self.failures: list[str] = []
 
-    def spawn(self, log: IO[bytes]) -> Agent:
-        agent = Agent(self.cmd, self.env, log)
+    def spawn(self, log: IO[bytes]) -> JsonLinesAgent:
+        agent = JsonLinesAgent(self.cmd, self.env, log)
         try:
             result = agent.request("initialize", INITIALIZE, self.args.timeout).result
             if not (result.get("agentCapabilities") or {}).get("loadSession"):
@@ -277,7 +113,7 @@ class Bench:
 
     # -- one measure of each kind --
 
-    def list_first(self, agent: Agent, cwd: str | None = None) -> float:
+    def list_first(self, agent: JsonLinesAgent, cwd: str | None = None) -> float:
         params = {} if cwd is None else {"cwd": cwd}
         ex = agent.request("session/list", params, self.args.timeout)
         sessions = ex.result.get("sessions")
@@ -287,7 +123,7 @@ class Bench:
             raise BenchFailure(f"session/list with cwd {cwd} listed a session of another cwd")
         return ex.ms
 
-    def list_all(self, agent: Agent) -> tuple[float, int, int]:
+    def list_all(self, agent: JsonLinesAgent) -> tuple[float, int, int]:
         """All pages: total ms, sessions, pages."""
         total, count, pages, cursor = 0.0, 0, 0, None
         while True:
@@ -302,7 +138,7 @@ class Bench:
             raise BenchFailure(f"session/list over all pages: {count} sessions, expected {self.args.sessions + 1}")
         return total, count, pages
 
-    def load(self, agent: Agent) -> dict[str, Any]:
+    def load(self, agent: JsonLinesAgent) -> dict[str, Any]:
         """One session/load of the big session, then session/close (not timed)."""
         ex = agent.request(
             "session/load", {"sessionId": BIG_ID, "cwd": self.big_cwd, "mcpServers": []}, self.args.timeout
@@ -318,7 +154,7 @@ class Bench:
         follow_ups = len(updates) - len(replayed)
         if len(replayed) != self.big_events:
             self.failures.append(f"session/load replayed {len(replayed)} updates, expected {self.big_events}")
-        if not follow_ups and not agent.wait_for_update(BIG_ID, FOLLOW_UP, 2.0):
+        if not follow_ups and not agent.wait_update(BIG_ID, FOLLOW_UP, 2.0):
             self.failures.append(f"no {FOLLOW_UP} within 2 s of the session/load response")
         agent.request("session/close", {"sessionId": BIG_ID}, self.args.timeout)
         return {
@@ -355,7 +191,7 @@ class Bench:
             try:
                 self.list_first(agent)  # the first list parses every sidecar: warm-up
                 self.load(agent)  # the first session starts the model library's background import: warm-up
-                settled = settle(agent)
+                settled = agent.settle()
                 first = [self.list_first(agent) for _ in range(runs + 1)][1:]
                 walks = [self.list_all(agent) for _ in range(runs + 1)][1:]
                 by_cwd = [self.list_first(agent, FILTER_CWD) for _ in range(runs + 1)][1:]
@@ -448,13 +284,7 @@ def print_report(report: dict[str, Any]) -> None:
             f"  the agent's {FOLLOW_UP} arrived before the response (mid-replay) in "
             f"{warm['follow_ups_before_response']} of {report['runs']} loads; it is not counted above"
         )
-    if report["failures"]:
-        print(f"\nFAILURES ({len(report['failures'])}):")
-        for failure in report["failures"]:
-            print(f"  - {failure}")
-    else:
-        print("failures: none")
-    print(f"\noverall: {'PASS' if report['ok'] else 'FAIL'}")
+    print_failures(report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -470,8 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or args.cold_runs < 0 or args.sessions < 50 or args.turns < 1:
         parser.error("--runs >= 1, --cold-runs >= 0, --sessions >= 50 and --turns >= 1, please")
-    if args.runs < MIN_RUNS:
-        print(f"warning: {args.runs} runs; the goals are meant for at least {MIN_RUNS}", file=sys.stderr)
+    warn_few_runs(args.runs, MIN_RUNS)
 
     temp = Path(tempfile.mkdtemp(prefix="coder-agent-sessions-bench-"))
     bench = Bench(args, temp)
@@ -496,11 +325,11 @@ def main(argv: list[str] | None = None) -> int:
         warm_figures = {
             "settle_s": warm["settle_s"],
             "pages": warm["pages"],
-            "list_first_ms": stats(warm["list_first_ms"]),
-            "list_all_ms": stats(warm["list_all_ms"]),
-            "list_cwd_ms": stats(warm["list_cwd_ms"]),
-            "load_ms": stats([x["ms"] for x in loads]),
-            "first_update_ms": stats([x["first_update_ms"] for x in loads if x["first_update_ms"] is not None]),
+            "list_first_ms": stats(warm["list_first_ms"], 2),
+            "list_all_ms": stats(warm["list_all_ms"], 2),
+            "list_cwd_ms": stats(warm["list_cwd_ms"], 2),
+            "load_ms": stats([x["ms"] for x in loads], 2),
+            "first_update_ms": stats([x["first_update_ms"] for x in loads if x["first_update_ms"] is not None], 2),
             "replay": {key: loads[-1][key] for key in ("updates", "update_bytes", "response_bytes")},
             "follow_ups_before_response": sum(x["follow_ups"] for x in loads),
         }
@@ -517,16 +346,12 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "store": store,
         "warm": warm_figures,
-        "cold": {key: stats(values) for key, values in cold.items()},
+        "cold": {key: stats(values, 2) for key, values in cold.items()},
         "goals": goals,
         "failures": bench.failures,
         "ok": not bench.failures and all(g["pass"] for g in goals),
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_report(report)
-    return 0 if report["ok"] else 1
+    return finish(report, args.json, print_report)
 
 
 if __name__ == "__main__":

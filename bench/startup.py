@@ -35,7 +35,7 @@ The agent inherits the environment; when CODER_AGENT_MODEL is unset it gets CODE
 unused local CODER_AGENT_API_BASE, so no key is needed (no model is called during startup).
 Exit status: 0 when every run succeeded and every goal passed, 1 otherwise, 2 on usage errors.
 
-Stdlib only: this script imports neither the project nor any third-party package.
+Stdlib only (with bench/acp_bench.py): this script imports neither the project nor any third-party package.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ import select
 import selectors
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,12 +57,25 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from acp_bench import (
+    AGENT_EPILOG,
+    add_agent_option,
+    check_agent_option,
+    default_agent,
+    finish,
+    inherited_env,
+    print_failures,
+    stats,
+    stderr_tail,
+    tree_rss,
+    warn_few_runs,
+)
+
 INIT_GOAL_MS = 150.0  # initialize within floor + this
 RSS_GOAL_MB = 60.0
 EOF_GOAL_S = 2.0
 EOF_KILL_S = 5.0
 MIN_RUNS = 10
-STDERR_TAIL_LINES = 15
 
 INITIALIZE: dict[str, Any] = {
     "jsonrpc": "2.0",
@@ -242,45 +254,6 @@ class Agent:
                 stream.close()
 
 
-def tree_rss(root: int) -> tuple[float, int] | None:
-    """VmRSS of `root` and all its descendants in MB, and the number of processes; None without /proc."""
-    if not os.path.isdir("/proc"):
-        return None
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    pids, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        pids.append(pid)
-        stack.extend(children.get(pid, ()))
-    total_kb = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total_kb += int(line.split()[1])
-                        break
-        except OSError:
-            pass
-    return total_kb / 1024, len(pids)
-
-
-def stderr_tail(log: IO[bytes]) -> str:
-    log.seek(0)
-    lines = log.read().decode(errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join("      | " + line for line in lines) if lines else "      | (agent stderr is empty)"
-
-
 def run_floor(env: dict[str, str]) -> float:
     """`python -c pass`, spawn to exit, in ms."""
     start = time.perf_counter()
@@ -346,18 +319,6 @@ def run_agent(cmd: list[str], env: dict[str, str], timeout: float) -> AgentRun:
 
 
 # -- report -----------------------------------------------------------------------------------------------------------
-
-
-def stats(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"median": None, "min": None, "max": None, "n": 0, "values": []}
-    return {
-        "median": round(statistics.median(values), 3),
-        "min": round(min(values), 3),
-        "max": round(max(values), 3),
-        "n": len(values),
-        "values": [round(v, 3) for v in values],
-    }
 
 
 def collect(floors: list[float], runs: list[AgentRun]) -> dict[str, dict[str, Any]]:
@@ -448,13 +409,7 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"EOF exit codes: {codes or '-'}; killed after {EOF_KILL_S:g} s: {eof['killed']}")
     if report["tree_procs"]:
         print(f"processes in the agent's tree at RSS time: {', '.join(map(str, sorted(set(report['tree_procs']))))}")
-    if report["failures"]:
-        print(f"\nFAILURES ({len(report['failures'])}):")
-        for failure in report["failures"]:
-            print(f"  - {failure}")
-    else:
-        print("failures: none")
-    print(f"\noverall: {'PASS' if report['ok'] else 'FAIL'}")
+    print_failures(report)
 
 
 # -- main -------------------------------------------------------------------------------------------------------------
@@ -463,36 +418,24 @@ def print_table(report: dict[str, Any]) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Startup figures for an ACP agent: spawn -> initialize -> session/new, RSS, exit on EOF.",
-        epilog="--agent must come last: everything after it is the agent command.",
+        epilog=AGENT_EPILOG,
     )
     parser.add_argument("--runs", type=int, default=MIN_RUNS, help=f"measured runs (default {MIN_RUNS})")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for each response (default 20)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument(
-        "--agent",
-        nargs=argparse.REMAINDER,
-        metavar="CMD",
-        help="agent command (default: <this python> -m coder_agent)",
-    )
+    add_agent_option(parser)
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    if args.agent is not None and not args.agent:
-        parser.error("--agent needs a command")
-    if args.agent and len(args.agent) == 1 and not os.path.exists(args.agent[0]):
-        args.agent = shlex.split(args.agent[0])  # allow --agent "uv run coder-agent"
+    check_agent_option(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.runs < MIN_RUNS:
-        print(f"warning: {args.runs} runs; the goals are meant for at least {MIN_RUNS}", file=sys.stderr)
-    cmd = args.agent or [sys.executable, "-m", "coder_agent"]
-    env = dict(os.environ)
-    if "CODER_AGENT_MODEL" not in env:  # a self-hosted model needs no key; nothing is called during startup
-        env["CODER_AGENT_MODEL"] = "openai/bench"
-        env.setdefault("CODER_AGENT_API_BASE", "http://127.0.0.1:9/v1")
+    warn_few_runs(args.runs, MIN_RUNS)
+    cmd = args.agent or default_agent()
+    env = inherited_env()  # a self-hosted model needs no key; nothing is called during startup
     progress = sys.stderr.isatty()
 
     floors: list[float] = []
@@ -539,11 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         "failures": failures,
         "ok": not failures and all(g["pass"] for g in goals),
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_table(report)
-    return 0 if report["ok"] else 1
+    return finish(report, args.json, print_table)
 
 
 if __name__ == "__main__":

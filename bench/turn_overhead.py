@@ -62,7 +62,7 @@ Usage (from the repository root; Linux):
 
 Exit status: 0 when every prompt succeeded and every goal passed, 1 otherwise, 2 on usage errors.
 
-Stdlib + litellm (the project's dependency) only.
+Stdlib + litellm (the project's dependency) + bench/acp_bench.py only.
 """
 
 from __future__ import annotations
@@ -77,13 +77,25 @@ import platform
 import re
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from acp_bench import (
+    AGENT_EPILOG,
+    add_agent_option,
+    agent_env,
+    check_agent_option,
+    default_agent,
+    finish,
+    print_failures,
+    stats,
+    stderr_tail,
+    warn_few_runs,
+)
 
 GOAL_ROUND_TRIP_MS = 10.0
 GOAL_FIRST_CHUNK_MS = 5.0
@@ -94,7 +106,6 @@ PACED_CHUNKS = 10
 PACED_GAP_MS = 20
 REQUEST_TIMEOUT = 60.0
 EOF_KILL_S = 5.0
-STDERR_TAIL_LINES = 15
 
 MODEL = "openai/fake-model"
 API_KEY = "sk-test"
@@ -666,45 +677,27 @@ def describe_request(body: dict[str, Any]) -> dict[str, Any]:
 # =====================================================================================================================
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def stats(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"median": None, "p95": None, "min": None, "max": None, "n": 0, "values": []}
-    return {
-        "median": round(statistics.median(values), 3),
-        "p95": round(percentile(values, 0.95), 3),
-        "min": round(min(values), 3),
-        "max": round(max(values), 3),
-        "n": len(values),
-        "values": [round(v, 3) for v in values],
-    }
-
-
 def diff(a: float | None, b: float | None, factor: float = 1.0) -> float | None:
     return None if a is None or b is None else round(a - factor * b, 3)
 
 
 def build_report(r: Results, runs: int, burst_runs: int, cmd: list[str], failures: list[str]) -> dict[str, Any]:
+    def summary(values: list[float]) -> dict[str, Any]:
+        return stats(values, p95=True)
+
     figures = {
-        "agent_text_ms": stats(r.agent_text_ms),
-        "direct_text_ms": stats(r.direct_text_ms),
-        "direct_tail_ms": stats(r.direct_tail_ms),
-        "agent_tool_ms": stats(r.agent_tool_ms),
-        "agent_burst_chunks_per_s": stats(r.agent_burst_rate),
-        "direct_burst_chunks_per_s": stats(r.direct_burst_rate),
-        "agent_burst_ms": stats(r.agent_burst_ms),
-        "direct_burst_ms": stats(r.direct_burst_ms),
-        "agent_first_chunk_delay_ms": stats(r.agent_first_ms),
-        "direct_first_chunk_delay_ms": stats(r.direct_first_ms),
-        "agent_chunk_delay_ms": stats(r.agent_delay_ms),
-        "direct_chunk_delay_ms": stats(r.direct_delay_ms),
+        "agent_text_ms": summary(r.agent_text_ms),
+        "direct_text_ms": summary(r.direct_text_ms),
+        "direct_tail_ms": summary(r.direct_tail_ms),
+        "agent_tool_ms": summary(r.agent_tool_ms),
+        "agent_burst_chunks_per_s": summary(r.agent_burst_rate),
+        "direct_burst_chunks_per_s": summary(r.direct_burst_rate),
+        "agent_burst_ms": summary(r.agent_burst_ms),
+        "direct_burst_ms": summary(r.direct_burst_ms),
+        "agent_first_chunk_delay_ms": summary(r.agent_first_ms),
+        "direct_first_chunk_delay_ms": summary(r.direct_first_ms),
+        "agent_chunk_delay_ms": summary(r.agent_delay_ms),
+        "direct_chunk_delay_ms": summary(r.direct_delay_ms),
     }
     med = {name: fig["median"] for name, fig in figures.items()}
     p95 = {name: fig["p95"] for name, fig in figures.items()}
@@ -854,24 +847,12 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"{'relay delay, every delta (agent - direct)':<52}{num(every['median'], 'ms', 3):>12}")
     print(f"{'relay delay, every delta, p95 - p95':<52}{num(every['p95'], 'ms', 3):>12}")
     print()
-    if report["failures"]:
-        print(f"FAILURES ({len(report['failures'])}):")
-        for failure in report["failures"]:
-            print(f"  - {failure}")
-    else:
-        print("failures: none")
-    print(f"\noverall: {'PASS' if report['ok'] else 'FAIL'}")
+    print_failures(report, before="")
 
 
 # =====================================================================================================================
 # Main
 # =====================================================================================================================
-
-
-def stderr_tail(log: IO[bytes]) -> str:
-    log.seek(0)
-    lines = log.read().decode(errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join("      | " + line for line in lines) if lines else "      | (agent stderr is empty)"
 
 
 async def start_model_server() -> tuple[asyncio.subprocess.Process, int]:
@@ -915,17 +896,13 @@ async def run(args: argparse.Namespace, cmd: list[str], progress: bool) -> dict[
         (cwd / SMALL_FILE).write_text(SMALL_TEXT, encoding="utf-8")
         server, port = await start_model_server()
         base_url = f"http://127.0.0.1:{port}/v1"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")}
-        env |= {
-            "XDG_CONFIG_HOME": str(temp / "xdg-config"),  # the user's config, data and caches are kept out of it
-            "XDG_DATA_HOME": str(temp / "xdg-data"),
-            "XDG_STATE_HOME": str(temp / "xdg-state"),
-            "XDG_CACHE_HOME": str(temp / "xdg-cache"),
-            "CODER_AGENT_MODEL": MODEL,
-            "CODER_AGENT_API_BASE": base_url,
-            "CODER_AGENT_API_KEY": API_KEY,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
+        env = agent_env(  # temp XDG dirs: the user's config, data and caches are kept out of it
+            temp,
+            CODER_AGENT_MODEL=MODEL,
+            CODER_AGENT_API_BASE=base_url,
+            CODER_AGENT_API_KEY=API_KEY,
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+        )
         with tempfile.TemporaryFile() as log:
             client = await AcpClient.spawn(cmd, env, log)
             importing = asyncio.ensure_future(asyncio.to_thread(Direct, base_url))  # litellm, while the agent starts
@@ -972,21 +949,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="What coder-agent adds to a prompt turn on top of litellm: latency per model and tool round "
         "trip, relay throughput and relay delay, against a fake model server on 127.0.0.1.",
-        epilog="--agent must come last: everything after it is the agent command.",
+        epilog=AGENT_EPILOG,
     )
     parser.add_argument("--runs", type=int, default=MIN_RUNS, help=f"measured prompts per figure (default {MIN_RUNS})")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the model server's child process
-    parser.add_argument(
-        "--agent", nargs=argparse.REMAINDER, metavar="CMD", help="agent command (default: <this python> -m coder_agent)"
-    )
+    add_agent_option(parser)
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    if args.agent is not None and not args.agent:
-        parser.error("--agent needs a command")
-    if args.agent and len(args.agent) == 1 and not os.path.exists(args.agent[0]):
-        args.agent = shlex.split(args.agent[0])  # allow --agent "uv run coder-agent"
+    check_agent_option(parser, args)
     return args
 
 
@@ -996,15 +968,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve_model())
         return 0
-    if args.runs < MIN_RUNS:
-        print(f"warning: {args.runs} runs; the goals are meant for at least {MIN_RUNS}", file=sys.stderr)
-    cmd = args.agent or [sys.executable, "-m", "coder_agent"]
+    warn_few_runs(args.runs, MIN_RUNS)
+    cmd = args.agent or default_agent()
     report = asyncio.run(run(args, cmd, progress=sys.stderr.isatty()))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_report(report)
-    return 0 if report["ok"] else 1
+    return finish(report, args.json, print_report)
 
 
 if __name__ == "__main__":
