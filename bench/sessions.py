@@ -117,8 +117,9 @@ class Bench:
         params = {} if cwd is None else {"cwd": cwd}
         ex = agent.request("session/list", params, self.args.timeout)
         sessions = ex.result.get("sessions")
-        if not isinstance(sessions, list) or len(sessions) != min(50, self.args.sessions + 1):
-            raise BenchFailure(f"session/list first page: {len(sessions or [])} sessions, expected 50")
+        expected = min(50, self.args.sessions + 1)
+        if not isinstance(sessions, list) or not sessions or (cwd is None and len(sessions) != expected):
+            raise BenchFailure(f"session/list first page: {len(sessions or [])} sessions, expected {expected}")
         if cwd is not None and any(s.get("cwd") != cwd for s in sessions):
             raise BenchFailure(f"session/list with cwd {cwd} listed a session of another cwd")
         return ex.ms
