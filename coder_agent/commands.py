@@ -205,7 +205,8 @@ def permissions_command(session: Session, arguments: str) -> str:
 async def undo(turn: Turn) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
     from coder_agent.checkpoints import CheckpointError
-    from coder_agent.tools.files import FileAccess, ToolError
+    from coder_agent.tools.base import ToolError
+    from coder_agent.tools.files import FileAccess
 
     session = turn.session
     if session.checkpoints is None:

@@ -102,8 +102,3 @@ class PlanEntry(AcpModel):
     content: str
     priority: Literal["high", "medium", "low"] = "medium"
     status: Literal["pending", "in_progress", "completed"] = "pending"
-
-
-def text_block(text: str) -> TextContent:
-    """A text content block."""
-    return TextContent(text=text)

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from coder_agent.acp.base import AcpModel
 from coder_agent.acp.content import ContentBlock, PlanEntry, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
+from coder_agent.acp.handshake import PROTOCOL_VERSION
 
-PROTOCOL_VERSION = 1
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
 # ---- initialize ---------------------------------------------------------------------------------
@@ -38,12 +38,6 @@ class ClientCapabilities(AcpModel):
     fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
-
-
-class InitializeRequest(AcpModel):
-    protocol_version: int
-    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
-    client_info: Implementation | None = None
 
 
 class PromptCapabilities(AcpModel):

@@ -20,7 +20,6 @@ from coder_agent import prompts
 from coder_agent.acp.content import ContentToolCallContent, TextContent, ToolCallContent, ToolCallLocation, ToolKind
 from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action
-from coder_agent.tools.files import ToolError
 
 if TYPE_CHECKING:
     from coder_agent.tools.executor import SessionTools
@@ -37,6 +36,10 @@ class ToolResult:
         if isinstance(self.output, str):
             return self.output
         return "\n".join(str(part.get("text", "")) for part in self.output if part.get("type") == "text")
+
+
+class ToolError(Exception):
+    """A tool call that failed in a way the model should read and act on."""
 
 
 class TurnCancelled(Exception):

@@ -7,7 +7,9 @@ will do (`prepare`); `tools.executor` shows, permits and runs it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -22,9 +24,8 @@ from coder_agent.acp.content import (
 )
 from coder_agent.permissions import Action
 from coder_agent.tools import search, shell
-from coder_agent.tools.base import BuiltinTool, Outcome, Params, Prepared, clean_schema, text_content
+from coder_agent.tools.base import BuiltinTool, Outcome, Params, Prepared, ToolError, clean_schema, text_content
 from coder_agent.tools.file_view import format_lines, truncate_middle
-from coder_agent.tools.files import ToolError
 from coder_agent.tools.text_edit import Edit, EditError, apply_edits
 
 if TYPE_CHECKING:
@@ -169,20 +170,16 @@ class Glob(BuiltinTool):
     params = GlobParams
 
     def title(self, params: GlobParams, tools: SessionTools) -> str:
-        where = f" in {tools.display(tools.path(params.path))}" if params.path else ""
-        return f"Find `{params.pattern}`{where}"
+        return f"Find `{params.pattern}`{_where(params.path, tools)}"
 
     async def prepare(self, params: GlobParams, tools: SessionTools) -> Prepared:
-        root = tools.path(params.path) if params.path else tools.session.cwd
-
-        async def run() -> Outcome:
-            try:
-                found = await search.glob_files(params.pattern, tools.session.cwd, path=root)
-            except search.SearchError as exc:
-                raise ToolError(str(exc)) from None
-            return Outcome(found.text, [text_content(found.text)])
-
-        return Prepared(tools.action("search", root), self.title(params, tools), run)
+        root = _search_root(params.path, tools)
+        return _search(
+            tools,
+            root,
+            self.title(params, tools),
+            lambda: search.glob_files(params.pattern, tools.session.cwd, path=root),
+        )
 
 
 class GrepParams(Params):
@@ -203,29 +200,48 @@ class Grep(BuiltinTool):
     params = GrepParams
 
     def title(self, params: GrepParams, tools: SessionTools) -> str:
-        where = f" in {tools.display(tools.path(params.path))}" if params.path else ""
         only = f" ({params.glob})" if params.glob else ""
-        return f"Search `{params.pattern}`{where}{only}"
+        return f"Search `{params.pattern}`{_where(params.path, tools)}{only}"
 
     async def prepare(self, params: GrepParams, tools: SessionTools) -> Prepared:
-        root = tools.path(params.path) if params.path else tools.session.cwd
+        root = _search_root(params.path, tools)
+        return _search(
+            tools,
+            root,
+            self.title(params, tools),
+            lambda: search.grep(
+                params.pattern,
+                tools.session.cwd,
+                path=root,
+                glob=params.glob,
+                ignore_case=params.ignore_case,
+                output_mode=params.output_mode,
+                context=params.context,
+            ),
+        )
 
-        async def run() -> Outcome:
-            try:
-                found = await search.grep(
-                    params.pattern,
-                    tools.session.cwd,
-                    path=root,
-                    glob=params.glob,
-                    ignore_case=params.ignore_case,
-                    output_mode=params.output_mode,
-                    context=params.context,
-                )
-            except search.SearchError as exc:
-                raise ToolError(str(exc)) from None
-            return Outcome(found.text, [text_content(found.text)])
 
-        return Prepared(tools.action("search", root), self.title(params, tools), run)
+def _search_root(path: str | None, tools: SessionTools) -> Path:
+    return tools.path(path) if path else tools.session.cwd
+
+
+def _where(path: str | None, tools: SessionTools) -> str:
+    return f" in {tools.display(tools.path(path))}" if path else ""
+
+
+def _search(
+    tools: SessionTools, root: Path, title: str, find: Callable[[], Awaitable[search.SearchResult]]
+) -> Prepared:
+    """A glob or grep call: a search action on `root`; its result is shown to the user and read by the model."""
+
+    async def run() -> Outcome:
+        try:
+            found = await find()
+        except search.SearchError as exc:
+            raise ToolError(str(exc)) from None
+        return Outcome(found.text, [text_content(found.text)])
+
+    return Prepared(tools.action("search", root), title, run)
 
 
 class CommandParams(Params):

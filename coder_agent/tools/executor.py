@@ -26,10 +26,18 @@ from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action, PermissionPolicy, is_inside, resolve_path
 from coder_agent.persistence import replace_content
 from coder_agent.session import Session
-from coder_agent.tools.base import Prepared, Tool, ToolResult, TurnCancelled, describe_validation, text_content
+from coder_agent.tools.base import (
+    Prepared,
+    Tool,
+    ToolError,
+    ToolResult,
+    TurnCancelled,
+    describe_validation,
+    text_content,
+)
 from coder_agent.tools.builtin import BUILTIN_NAMES, PLAN_TOOL, TOOLS, PlanParams, builtin_specs
 from coder_agent.tools.file_view import content_hash
-from coder_agent.tools.files import FileAccess, ToolError
+from coder_agent.tools.files import FileAccess
 
 log = logging.getLogger(__name__)
 

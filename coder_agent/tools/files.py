@@ -15,13 +15,10 @@ import anyio
 from coder_agent.acp.client import AcpClient
 from coder_agent.atomic import write_atomic
 from coder_agent.errors import ClientError
+from coder_agent.tools.base import ToolError
 from coder_agent.tools.file_view import NotTextError, decode_text, looks_binary
 
 SNIFF_BYTES = 8192
-
-
-class ToolError(Exception):
-    """A tool call that failed in a way the model should read and act on."""
 
 
 class FileAccess:

@@ -15,8 +15,7 @@ from pydantic import TypeAdapter
 
 from coder_agent.acp.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
 from coder_agent.permissions import Action
-from coder_agent.tools.base import Outcome, Prepared
-from coder_agent.tools.files import ToolError
+from coder_agent.tools.base import Outcome, Prepared, ToolError
 
 if TYPE_CHECKING:
     from coder_agent.mcp_hub import McpHub, McpTool
