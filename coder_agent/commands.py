@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from coder_agent import prompts
-from coder_agent.acp.content import ContentBlock, TextContent
-from coder_agent.acp.schema import AvailableCommand, AvailableCommandInput, StopReason
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, StopReason
 from coder_agent.session import Conversation, Session
 
 if TYPE_CHECKING:

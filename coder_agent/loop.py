@@ -23,18 +23,6 @@ from typing import Any
 import anyio
 
 from coder_agent import commands, environment, persistence, prompts
-from coder_agent.acp.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
-from coder_agent.acp.schema import (
-    AgentMessageChunk,
-    AgentThoughtChunk,
-    AvailableCommandsUpdate,
-    CompactionUpdate,
-    ConfigOptionUpdate,
-    Cost,
-    SessionInfoUpdate,
-    StopReason,
-    UsageUpdate,
-)
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.compaction import compact
 from coder_agent.config import CliOverrides, Config, ConfigError, load_config, resolve_api_key
@@ -54,6 +42,18 @@ from coder_agent.model.types import (
 from coder_agent.options import config_options
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.prompt_content import to_user_message
+from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    CompactionUpdate,
+    ConfigOptionUpdate,
+    Cost,
+    SessionInfoUpdate,
+    StopReason,
+    UsageUpdate,
+)
 from coder_agent.session import Session
 from coder_agent.store import utc_now
 from coder_agent.tools.base import NoTools, ToolResult, ToolSet, TurnCancelled

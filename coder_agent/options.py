@@ -6,9 +6,9 @@ come here, and the caller sends `config_option_update` (and `current_mode_update
 
 from __future__ import annotations
 
-from coder_agent.acp.schema import SelectOption, SessionConfigOption
 from coder_agent.errors import InvalidParams
 from coder_agent.permissions import mode_config_option
+from coder_agent.protocol.schema import SelectOption, SessionConfigOption
 from coder_agent.session import Session
 
 EFFORTS = ("minimal", "low", "medium", "high")

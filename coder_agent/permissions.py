@@ -27,8 +27,14 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from coder_agent.acp.content import ToolKind
-from coder_agent.acp.schema import PermissionOption, SelectOption, SessionConfigOption, SessionMode, SessionModeState
+from coder_agent.protocol.content import ToolKind
+from coder_agent.protocol.schema import (
+    PermissionOption,
+    SelectOption,
+    SessionConfigOption,
+    SessionMode,
+    SessionModeState,
+)
 
 Decision = Literal["allow", "ask", "deny"]
 

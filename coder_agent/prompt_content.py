@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coder_agent.acp.content import (
+from coder_agent.protocol.content import (
     AudioContent,
     BlobResourceContents,
     ContentBlock,

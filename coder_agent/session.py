@@ -18,8 +18,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent.acp.client import AcpClient
-from coder_agent.acp.content import ContentBlock
-from coder_agent.acp.schema import McpServer, StopReason
+from coder_agent.protocol.content import ContentBlock
+from coder_agent.protocol.schema import McpServer, StopReason
 from coder_agent.store import utc_now
 from coder_agent.turn import TurnRunner
 

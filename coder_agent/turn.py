@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from coder_agent.acp.content import ContentBlock, TextContent
-from coder_agent.acp.schema import AgentMessageChunk, StopReason
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import AgentMessageChunk, StopReason
 
 if TYPE_CHECKING:
     from coder_agent.session import Session

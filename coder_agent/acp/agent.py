@@ -1,6 +1,6 @@
 """`AcpAgent`: the agent side of ACP after `initialize`. It maps each method to a handler and owns the sessions.
 
-It validates params with the pydantic models in `acp.schema` (a bad field becomes -32602 at the
+It validates params with the pydantic models in `protocol.schema` (a bad field becomes -32602 at the
 connection), keeps the client's capabilities from `initialize` (answered by `acp.handshake`), and hands
 prompts to the sessions.
 """
@@ -20,7 +20,10 @@ from anyio.abc import TaskGroup
 from coder_agent import persistence
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
-from coder_agent.acp.schema import (
+from coder_agent.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
+from coder_agent.options import apply_option, config_options
+from coder_agent.permissions import MODES, mode_state
+from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
@@ -41,9 +44,6 @@ from coder_agent.acp.schema import (
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
 )
-from coder_agent.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
-from coder_agent.options import apply_option, config_options
-from coder_agent.permissions import MODES, mode_state
 from coder_agent.session import Session
 from coder_agent.store import InvalidCursor, InvalidSessionId, SessionNotFound, SessionRecord, SessionStore, StoreError
 from coder_agent.turn import TurnRunner

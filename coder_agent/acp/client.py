@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from coder_agent.acp.schema import (
+from coder_agent.protocol.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     PermissionOption,

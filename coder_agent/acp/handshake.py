@@ -2,7 +2,7 @@
 
 This is the one method on the startup path: the rest of the agent (pydantic models, sessions, the model
 library) loads in the background while the editor reads this answer. `InitializeResponse` in
-`acp.schema` models the same message, and a test checks that the two agree.
+`protocol.schema` models the same message, and a test checks that the two agree.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 from coder_agent import __version__
 from coder_agent.errors import InvalidParams
 from coder_agent.mcp_support import supported_transports
-
-PROTOCOL_VERSION = 1
+from coder_agent.protocol import PROTOCOL_VERSION
 
 AGENT_INFO = {"name": "coder-agent", "title": "Coder Agent", "version": __version__}
 

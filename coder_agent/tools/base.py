@@ -17,9 +17,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from coder_agent import prompts
-from coder_agent.acp.content import ContentToolCallContent, TextContent, ToolCallContent, ToolCallLocation, ToolKind
 from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action
+from coder_agent.protocol.content import (
+    ContentToolCallContent,
+    TextContent,
+    ToolCallContent,
+    ToolCallLocation,
+    ToolKind,
+)
 
 if TYPE_CHECKING:
     from coder_agent.tools.executor import SessionTools

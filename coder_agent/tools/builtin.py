@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from coder_agent import prompts
-from coder_agent.acp.content import (
+from coder_agent.permissions import Action
+from coder_agent.protocol.content import (
     ContentToolCallContent,
     DiffContent,
     TerminalContent,
     ToolCallContent,
     ToolCallLocation,
 )
-from coder_agent.permissions import Action
 from coder_agent.tools import search, shell
 from coder_agent.tools.base import BuiltinTool, Outcome, Params, Prepared, ToolError, clean_schema, text_content
 from coder_agent.tools.file_view import format_lines, truncate_middle

@@ -18,13 +18,13 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from coder_agent.acp.content import PlanEntry, TextContent, ToolCallContent, ToolKind
-from coder_agent.acp.schema import AgentMessageChunk, PlanUpdate, ToolCallStart, ToolCallUpdate
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import ClientError
 from coder_agent.model.types import ToolCallRequest
 from coder_agent.permissions import Action, PermissionPolicy, is_inside, resolve_path
 from coder_agent.persistence import replace_content
+from coder_agent.protocol.content import PlanEntry, TextContent, ToolCallContent, ToolKind
+from coder_agent.protocol.schema import AgentMessageChunk, PlanUpdate, ToolCallStart, ToolCallUpdate
 from coder_agent.session import Session
 from coder_agent.tools.base import (
     Prepared,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from coder_agent.acp.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
 from coder_agent.permissions import Action
+from coder_agent.protocol.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
 from coder_agent.tools.base import Outcome, Prepared, ToolError
 
 if TYPE_CHECKING:

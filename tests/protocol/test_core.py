@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coder_agent.acp.content import ContentBlock, TextContent
-from coder_agent.acp.schema import AgentMessageChunk, StopReason
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import AgentMessageChunk, StopReason
 from coder_agent.session import Session
 from coder_agent.turn import EchoTurnRunner
 from tests.support.acp_client import RpcFailure, in_process_agent

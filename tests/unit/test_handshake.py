@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from coder_agent.acp import handshake
-from coder_agent.acp.schema import InitializeResponse
+from coder_agent.protocol.schema import InitializeResponse
 from tests.support.conformance import validate
 
 

@@ -116,7 +116,7 @@ def test_supported_transports_does_not_import_mcp() -> None:
 
 
 def test_spec_from_acp_models_and_dicts() -> None:
-    from coder_agent.acp.schema import McpServerHttp, McpServerStdio
+    from coder_agent.protocol.schema import McpServerHttp, McpServerStdio
 
     stdio = McpServerStdio.model_validate(
         {"name": "fs", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "A", "value": "1"}]}

@@ -9,9 +9,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from coder_agent.acp.base import AcpModel
-from coder_agent.acp.content import ContentBlock, PlanEntry, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
-from coder_agent.acp.handshake import PROTOCOL_VERSION
+from coder_agent.protocol import PROTOCOL_VERSION
+from coder_agent.protocol.base import AcpModel
+from coder_agent.protocol.content import (
+    ContentBlock,
+    PlanEntry,
+    ToolCallContent,
+    ToolCallLocation,
+    ToolCallStatus,
+    ToolKind,
+)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 

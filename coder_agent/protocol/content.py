@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from coder_agent.acp.base import AcpModel
+from coder_agent.protocol.base import AcpModel
 
 
 class TextContent(AcpModel):
