@@ -65,7 +65,7 @@ def setup_logging(log_file: Path | None, level: str) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     """Serve ACP on the claimed stdio until EOF or a termination signal."""
-    from coder_agent.server import build_agent, serve
+    from coder_agent.server import cli_agent, serve
     from coder_agent.stdio import FdReceiveStream, FdSendStream, claim_stdio
 
     fds = claim_stdio()
@@ -80,7 +80,7 @@ async def run(args: argparse.Namespace) -> None:
 
         task_group.start_soon(stop_on_signal)
         receive, send = FdReceiveStream(fds.read_fd), FdSendStream(fds.write_fd)
-        await serve(receive, send, lambda: build_agent(args.config, args.model))
+        await serve(receive, send, cli_agent(args.config, args.model))
         task_group.cancel_scope.cancel()
 
 

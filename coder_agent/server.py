@@ -1,4 +1,9 @@
-"""Run the agent on a pair of byte streams: the connection, the agent behind it, and an orderly shutdown."""
+"""Run the agent on a pair of byte streams: the composition root, the connection, and an orderly shutdown.
+
+`agent_builder` composes the agent (the ACP method table over a `SessionManager` with an `AgentRunner`
+and the session store); it imports pydantic, the models and the config (a few hundred ms), so the front
+calls it off the event loop while `initialize` is being answered.
+"""
 
 from __future__ import annotations
 
@@ -8,36 +13,63 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
 from coder_agent.acp.front import AgentFront
 from coder_agent.rpc.connection import Connection
 from coder_agent.rpc.framing import ByteSink, ByteSource
 
 if TYPE_CHECKING:
-    from coder_agent.acp.agent import AcpAgent
+    from coder_agent.acp.client import Peer
+    from coder_agent.acp.server import AcpServer
+    from coder_agent.agent.settings import ConfigSource
+    from coder_agent.session.runner import TurnRunner
+    from coder_agent.store import SessionStore
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE = 1.5
 
-
-def build_agent(config_file: Path | None = None, model: str | None = None) -> AcpAgent:
-    """The agent with the LLM loop and the built-in tools.
-
-    It imports pydantic, the models and the config (a few hundred ms): call it off the event loop.
-    `config_file` and `model` are the `--config` and `--model` flags.
-    """
-    from coder_agent.acp.agent import AcpAgent
-    from coder_agent.config import CliOverrides
-    from coder_agent.loop import AgentLoop
-    from coder_agent.store import SessionStore
-
-    return AcpAgent(AgentLoop(CliOverrides(config_file=config_file, model=model)), SessionStore())
+AgentBuilder = Callable[["Peer", TaskGroup], "AcpServer"]
 
 
-async def serve(receive: ByteSource, send: ByteSink, build_agent: Callable[[], AcpAgent] = build_agent) -> None:
+def agent_builder(
+    source: Callable[[], ConfigSource],
+    *,
+    runner: Callable[[ConfigSource], TurnRunner] | None = None,
+    store: Callable[[], SessionStore | None] | None = None,
+) -> AgentBuilder:
+    """How to build the agent once a connection exists; by default an `AgentRunner` and the user's session store."""
+
+    def build(peer: Peer, tasks: TaskGroup) -> AcpServer:
+        from coder_agent.acp.server import AcpServer
+        from coder_agent.agent.manager import SessionManager
+        from coder_agent.agent.runner import AgentRunner
+        from coder_agent.store import SessionStore
+
+        config = source()
+        turns = runner(config) if runner is not None else AgentRunner(config)
+        sessions = store() if store is not None else SessionStore()
+        return AcpServer(SessionManager(turns, config, sessions, tasks), peer)
+
+    return build
+
+
+def cli_agent(config_file: Path | None = None, model: str | None = None) -> AgentBuilder:
+    """The agent as the command line starts it: `--config` and `--model` over the usual config sources."""
+
+    def source() -> ConfigSource:
+        from coder_agent.agent.settings import ConfigSource
+        from coder_agent.config import CliOverrides
+
+        return ConfigSource(CliOverrides(config_file=config_file, model=model))
+
+    return agent_builder(source)
+
+
+async def serve(receive: ByteSource, send: ByteSink, build: AgentBuilder) -> None:
     """Serve ACP until the input ends or the task is cancelled, then close every session."""
-    front = AgentFront(build_agent)
+    front = AgentFront(build)
     connection = Connection(receive, send, front)
     async with anyio.create_task_group() as task_group:
         front.bind(connection, task_group)

@@ -25,12 +25,13 @@ from typing import Any
 
 import anyio
 
-from coder_agent.model.types import (
+from coder_agent.model.base import (
     ContextWindowExceeded,
     FinishReason,
     Message,
     ModelAuthError,
     ModelError,
+    ModelSettings,
     ModelTurn,
     StreamCut,
     StreamSink,
@@ -85,24 +86,6 @@ async def load_litellm() -> ModuleType:
     if _litellm is None:
         raise ModelError(f"The model library (litellm) failed to load: {_import_error}")
     return _litellm
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """Everything one model call needs; built from the session's Config and the key from the environment."""
-
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-    api_base: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    context_window: int | None = None
-    request_timeout: float = 600.0
-    idle_timeout: float = 120.0
-    retries: int = 5
-    retry_base_delay: float = 1.0
-    extra_params: dict[str, Any] = field(default_factory=dict)
 
 
 class _Retryable(Exception):

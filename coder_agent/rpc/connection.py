@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,12 +49,20 @@ class Dispatcher(Protocol):
     """What the connection calls for the peer's requests and notifications."""
 
     async def handle_request(self, method: str, params: Any) -> Any:
-        """Return the result, or raise `RpcError` (e.g. `MethodNotFound`)."""
+        """Return the result (or a `FollowedBy`), or raise `RpcError` (e.g. `MethodNotFound`)."""
         ...
 
     async def handle_notification(self, method: str, params: Any) -> None:
         """Act on a notification quickly; must not wait on the peer. Unknown ones are ignored."""
         ...
+
+
+@dataclass(frozen=True)
+class FollowedBy:
+    """A handler's result, and work to run once its response is written (say, notifications that must follow it)."""
+
+    result: Any
+    then: Callable[[], Awaitable[None]]
 
 
 @dataclass
@@ -111,10 +119,6 @@ class Connection:
         self._task_group: TaskGroup | None = None
         self._drained: anyio.Event | None = None  # set when the last running request ends, at shutdown
         self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     async def serve(self, on_input_closed: Callable[[], None] | None = None, drain: float = 1.0) -> None:
         """Read and handle frames until the input ends.
@@ -263,10 +267,13 @@ class Connection:
 
     async def _run_request(self, request_id: RequestId, method: str, params: Any, scope: anyio.CancelScope) -> None:
         response: dict[str, Any] | None = None
+        follow_up: Callable[[], Awaitable[None]] | None = None
         try:
             with scope:
                 try:
                     result = await self._dispatcher.handle_request(method, params)
+                    if isinstance(result, FollowedBy):
+                        result, follow_up = result.result, result.then
                     response = {"jsonrpc": "2.0", "id": request_id, "result": result}
                 except RpcError as exc:
                     response = self._error_response(request_id, exc)
@@ -283,6 +290,11 @@ class Connection:
                 self._drained.set()
         if response is not None:
             await self._write_quietly(response)
+        if follow_up is not None and response is not None and "result" in response:
+            try:
+                await follow_up()
+            except Exception:
+                log.exception("the follow-up of %s (id %r) failed", method, request_id)
 
     # ---- writing ------------------------------------------------------------------------------
 

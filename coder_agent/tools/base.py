@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from coder_agent import prompts
-from coder_agent.model.types import ToolCallRequest
+from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import (
     ContentToolCallContent,
@@ -62,16 +62,6 @@ class ToolSet(Protocol):
     async def run(self, call: ToolCallRequest) -> ToolResult:
         """Run one call end to end, reporting it to the client; raise TurnCancelled only on a user cancel."""
         ...
-
-
-class NoTools:
-    """A tool set with nothing in it."""
-
-    def specs(self) -> list[dict[str, Any]]:
-        return []
-
-    async def run(self, call: ToolCallRequest) -> ToolResult:
-        return ToolResult(f"There is no tool named {call.name!r}.", failed=True)
 
 
 @dataclass

@@ -20,12 +20,12 @@ from pydantic import ValidationError
 
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import ClientError
-from coder_agent.model.types import ToolCallRequest
+from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action, PermissionPolicy, is_inside, resolve_path
-from coder_agent.persistence import replace_content
 from coder_agent.protocol.content import PlanEntry, TextContent, ToolCallContent, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, PlanUpdate, ToolCallStart, ToolCallUpdate
-from coder_agent.session import Session
+from coder_agent.session.replay import replace_content
+from coder_agent.session.session import Session
 from coder_agent.tools.base import (
     Prepared,
     Tool,
@@ -46,7 +46,6 @@ class SessionTools:
     """The `ToolSet` of a session's turn: the built-in tools, shown and permitted through the client."""
 
     def __init__(self, session: Session) -> None:
-        assert session.permissions is not None, "the session was opened without a permission policy"
         self.session = session
         self.client = session.client
         self.policy: PermissionPolicy = session.permissions
@@ -150,14 +149,12 @@ class SessionTools:
         """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
         await self.check_unchanged(path, old)
         checkpoints = self.session.checkpoints
-        if checkpoints is not None:
-            try:
-                await checkpoints.before_change(path, old)
-            except CheckpointError as exc:
-                log.warning("no undo snapshot of %s: %s", path, exc)
+        try:
+            await checkpoints.before_change(path, old)
+        except CheckpointError as exc:
+            log.warning("no undo snapshot of %s: %s", path, exc)
         await self.files.write_text(path, new)
-        if checkpoints is not None:
-            checkpoints.after_change(path, new)
+        checkpoints.after_change(path, new)
         self.remember(path, new)
 
     async def progress(self, content: list[ToolCallContent]) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent.acp.client import AcpClient
 from coder_agent.atomic import write_atomic
 from coder_agent.errors import ClientError
+from coder_agent.session.bridge import ClientBridge
 from coder_agent.tools.base import ToolError
 from coder_agent.tools.file_view import NotTextError, decode_text, looks_binary
 
@@ -24,7 +24,7 @@ SNIFF_BYTES = 8192
 class FileAccess:
     """Reads and writes for one session."""
 
-    def __init__(self, client: AcpClient) -> None:
+    def __init__(self, client: ClientBridge) -> None:
         self.client = client
 
     async def exists(self, path: Path) -> bool:

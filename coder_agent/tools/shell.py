@@ -19,8 +19,8 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent.acp.client import AcpClient
 from coder_agent.model.providers import child_environ
+from coder_agent.session.bridge import ClientBridge
 
 OUTPUT_BYTE_LIMIT = 1_000_000
 LOCAL_HEAD_BYTES = 200_000
@@ -47,7 +47,7 @@ def shell_argv(command: str) -> tuple[str, list[str]]:
 
 
 async def run_in_terminal(
-    client: AcpClient,
+    client: ClientBridge,
     command: str,
     cwd: Path,
     timeout: float,

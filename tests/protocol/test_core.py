@@ -10,9 +10,9 @@ import pytest
 
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AgentMessageChunk, StopReason
-from coder_agent.session import Session
-from coder_agent.turn import EchoTurnRunner
+from coder_agent.session.session import Session
 from tests.support.acp_client import RpcFailure, in_process_agent
+from tests.support.runners import EchoTurnRunner
 
 pytestmark = pytest.mark.anyio
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from coder_agent.agent.runner import AgentRunner
 from tests.support.acp_client import RpcFailure, in_process_agent
 from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
-from tests.support.llm_agent import llm_agent, make_loop
+from tests.support.llm_agent import llm_agent, make_source
 
 pytestmark = pytest.mark.anyio
 
@@ -233,7 +234,7 @@ async def test_system_prompt_has_git_and_agents_files(tmp_path: Path, fake_llm: 
     repo.index.commit("first commit", author=git.Actor("t", "t@example.com"), committer=git.Actor("t", "t@example.com"))
     repo.close()
     fake_llm.add(Reply("ok"))
-    async with in_process_agent(make_loop(tmp_path, fake_llm)) as client:
+    async with in_process_agent(AgentRunner, source=make_source(tmp_path, fake_llm)) as client:
         await client.initialize()
         session = await client.new_session(str(work / "pkg"))
         await client.prompt(session, "hi")
@@ -258,15 +259,15 @@ async def test_images_are_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM) -
 
 
 async def test_missing_model_or_key_is_auth_required_naming_the_variable(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    from coder_agent.agent.settings import ConfigSource
     from coder_agent.config import CliOverrides
-    from coder_agent.loop import AgentLoop
 
-    no_model = AgentLoop(environ={}, user_config_path=tmp_path / "none.toml")
-    no_key = AgentLoop(
+    no_model = ConfigSource(environ={}, user_config_path=tmp_path / "none.toml")
+    no_key = ConfigSource(
         CliOverrides(model="anthropic/claude-sonnet-4-5"), environ={}, user_config_path=tmp_path / "none.toml"
     )
-    for runner, expected in ((no_model, "CODER_AGENT_MODEL"), (no_key, "ANTHROPIC_API_KEY")):
-        async with in_process_agent(runner) as client:
+    for source, expected in ((no_model, "CODER_AGENT_MODEL"), (no_key, "ANTHROPIC_API_KEY")):
+        async with in_process_agent(AgentRunner, source=source) as client:
             await client.initialize()
             with pytest.raises(RpcFailure) as failure:
                 await client.new_session(str(tmp_path))
@@ -280,7 +281,7 @@ async def test_invalid_config_names_the_file_and_field(tmp_path: Path, fake_llm:
     work = tmp_path / "work"
     (work / ".coder-agent").mkdir(parents=True)
     (work / ".coder-agent" / "config.toml").write_text("temperature = 9\n")
-    async with in_process_agent(make_loop(tmp_path, fake_llm)) as client:
+    async with in_process_agent(AgentRunner, source=make_source(tmp_path, fake_llm)) as client:
         await client.initialize()
         with pytest.raises(RpcFailure) as failure:
             await client.new_session(str(work))

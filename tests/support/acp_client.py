@@ -195,14 +195,23 @@ async def _memory_lines(stream: MemoryObjectReceiveStream[bytes]) -> AsyncIterat
 
 
 @asynccontextmanager
-async def in_process_agent(runner: Any = None, store: Any = None) -> AsyncIterator[FakeClient]:
+async def in_process_agent(runner: Any = None, store: Any = None, source: Any = None) -> AsyncIterator[FakeClient]:
     """Run the agent's `serve()` in this event loop over memory streams, with a FakeClient on the other end.
 
-    Leaving the block closes the agent's input (EOF) and waits for the agent to shut down cleanly.
+    `runner` is a TurnRunner (default: one that echoes), or a function of the ConfigSource that builds one;
+    `source` the ConfigSource (default: no flags, the process environment). Leaving the block closes the
+    agent's input (EOF) and waits for the agent to shut down cleanly.
     """
-    from coder_agent.acp.agent import AcpAgent
-    from coder_agent.server import serve
-    from coder_agent.turn import EchoTurnRunner
+    from coder_agent.agent.settings import ConfigSource
+    from coder_agent.server import agent_builder, serve
+    from tests.support.runners import EchoTurnRunner
+
+    def make_runner(config: ConfigSource) -> Any:
+        if runner is None:
+            return EchoTurnRunner()
+        return runner(config) if callable(runner) else runner
+
+    build = agent_builder(lambda: source or ConfigSource(), runner=make_runner, store=lambda: store)
 
     to_agent_send: MemoryObjectSendStream[bytes]
     to_agent_send, to_agent_receive = anyio.create_memory_object_stream[bytes](1000)
@@ -214,7 +223,7 @@ async def in_process_agent(runner: Any = None, store: Any = None) -> AsyncIterat
 
         async def run_agent() -> None:
             try:
-                await serve(to_agent_receive, from_agent_send, lambda: AcpAgent(runner or EchoTurnRunner(), store))
+                await serve(to_agent_receive, from_agent_send, build)
             finally:
                 from_agent_send.close()
                 agent_done.set()

@@ -8,8 +8,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coder_agent.agent.runner import AgentRunner
+from coder_agent.agent.settings import ConfigSource
 from coder_agent.config import CliOverrides
-from coder_agent.loop import AgentLoop, ToolSetFactory
 from coder_agent.store import SessionStore
 from tests.support.acp_client import FakeClient, in_process_agent
 from tests.support.editor import FakeEditor
@@ -37,11 +38,11 @@ def write_config(path: Path, llm: FakeLLM, **fields: Any) -> Path:
     return path
 
 
-def make_loop(tmp_path: Path, llm: FakeLLM, tools: ToolSetFactory | None = None, **fields: Any) -> AgentLoop:
+def make_source(tmp_path: Path, llm: FakeLLM, **fields: Any) -> ConfigSource:
+    """Config sources for a test: a config file pointing at the fake LLM, a test key, no user file."""
     config = write_config(tmp_path / "test-config.toml", llm, **fields)
-    return AgentLoop(
+    return ConfigSource(
         CliOverrides(config_file=config),
-        tools=tools,
         environ={"CODER_AGENT_API_KEY": "sk-test"},
         user_config_path=tmp_path / "no-user-config.toml",
     )
@@ -52,14 +53,13 @@ async def llm_agent(
     tmp_path: Path,
     llm: FakeLLM,
     *,
-    tools: ToolSetFactory | None = None,
     capabilities: dict[str, Any] | None = None,
     **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, str]]:
     """An initialized agent with one session in `tmp_path/work`; yields the client and the session id."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    async with in_process_agent(make_loop(tmp_path, llm, tools, **fields)) as client:
+    async with in_process_agent(AgentRunner, source=make_source(tmp_path, llm, **fields)) as client:
         await client.initialize(capabilities)
         session_id = await client.new_session(str(work))
         yield client, session_id
@@ -86,7 +86,7 @@ async def tool_agent(
     work.mkdir(exist_ok=True)
     if mode is not None:
         fields["default_mode"] = mode
-    async with in_process_agent(make_loop(tmp_path, llm, **fields), store) as client:
+    async with in_process_agent(AgentRunner, store, make_source(tmp_path, llm, **fields)) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
             await client.initialize(editor.capabilities())

@@ -1,26 +1,67 @@
 """Slash commands: the list the editor shows (`available_commands_update`) and what each one does.
 
 A prompt that is a single text starting with `/name` is a command. Every command answers with visible
-output, and an unknown one gets the list of those that exist.
+output, and an unknown one gets the list of those that exist. Commands are a table (`COMMANDS`): a name,
+what the editor shows, and a handler that gets a narrow `CommandContext` (the turn it runs in) and the
+text after the name.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import anyio
 
 from coder_agent import prompts
+from coder_agent.checkpoints import CheckpointError
+from coder_agent.model.base import Message
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, StopReason
-from coder_agent.session import Conversation, Session
+from coder_agent.session.session import Conversation, Session
+from coder_agent.tools.base import ToolError
+from coder_agent.tools.files import FileAccess
 
-if TYPE_CHECKING:
-    from coder_agent.loop import Turn
+
+class CommandContext(Protocol):
+    """What a command may do in the turn it runs in."""
+
+    session: Session
+
+    async def say(self, text: str) -> None:
+        """Show text from the agent (not the model)."""
+        ...
+
+    async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
+        """Run a model turn on this prompt, as if the user had sent it."""
+        ...
+
+    async def compact_now(self, focus: str | None = None) -> bool:
+        """Summarise the older history; False if there was nothing to compact."""
+        ...
+
+    async def switch_model(self, name: str) -> str:
+        """Show the model (no name) or switch to another; a sentence for the user."""
+        ...
+
+    async def system_message(self) -> Message:
+        """The system prompt as the model would get it now."""
+        ...
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        """The tools as the model would get them now."""
+        ...
+
+    async def context_window(self) -> int: ...
+
+    @property
+    def model_name(self) -> str: ...
+
+
+Handler = Callable[[CommandContext, str], Awaitable[StopReason]]
 
 
 @dataclass(frozen=True)
@@ -28,6 +69,7 @@ class Command:
     name: str
     description: str
     hint: str | None = None
+    handler: Handler | None = None
 
     def advertised(self) -> AvailableCommand:
         return AvailableCommand(
@@ -35,18 +77,6 @@ class Command:
             description=self.description,
             input=AvailableCommandInput(hint=self.hint) if self.hint else None,
         )
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("compact", "Summarise the conversation so far to free context", "optional focus for the summary"),
-    Command("clear", "Start a fresh context in this session (the model forgets the conversation)"),
-    Command("context", "Show what fills the context window, and the cost so far"),
-    Command("undo", "Restore the files the agent changed in its last turn"),
-    Command("init", "Look at the project and write an AGENTS.md for it"),
-    Command("permissions", "List the permission rules; revoke one or clear them", "revoke <rule> | clear"),
-    Command("mcp", "Show the MCP servers of this session and their status"),
-    Command("model", "Show the model, or switch to another", "model name, e.g. openai/gpt-4.1"),
-)
 
 
 MCP_PROMPT_PREFIX = "mcp:"
@@ -89,6 +119,7 @@ def context_report(
     *,
     system_chars: int,
     tools_chars: int,
+    tool_count: int,
     messages: list[dict[str, object]],
     used_tokens: int,
     window: int,
@@ -109,7 +140,7 @@ def context_report(
         )
         by_role[role] = by_role.get(role, 0) + size
         counts[role] = counts.get(role, 0) + 1
-    rows = [("System prompt", 1, tokens(system_chars)), ("Tool definitions", 1, tokens(tools_chars))]
+    rows = [("System prompt", 1, tokens(system_chars)), ("Tool definitions", tool_count, tokens(tools_chars))]
     labels = {"user": "Your messages", "assistant": "Model answers and tool calls", "tool": "Tool results"}
     rows += [(labels.get(role, role), counts[role], tokens(size)) for role, size in by_role.items()]
     table = "\n".join(f"| {label} | {count} | ~{estimate:,} |" for label, count, estimate in rows)
@@ -122,58 +153,76 @@ def context_report(
     )
 
 
-async def run(turn: Turn, name: str, arguments: str) -> StopReason:
+async def run(ctx: CommandContext, name: str, arguments: str) -> StopReason:
     """Run a slash command in a turn; its output is shown as agent text."""
-    session = turn.session
-    if name == "compact":
-        if not await turn.compact_now(arguments or None):
-            await turn.say("Nothing to compact yet.\n")
-        return "end_turn"
-    if name == "clear":
-        cost = session.conversation.cost
-        session.conversation = Conversation(cost=cost)
-        session.file_hashes.clear()
-        await turn.say("Started a fresh context: the model no longer sees the conversation above.\n")
-        return "end_turn"
-    if name == "context":
-        system = await turn.system_message()
-        tools = json.dumps(turn.tools.specs())
-        await turn.say(
-            context_report(
-                system_chars=len(str(system["content"])),
-                tools_chars=len(tools),
-                messages=session.conversation.messages,
-                used_tokens=session.conversation.context_tokens,
-                window=await turn.model.context_window(),
-                cost=session.conversation.cost,
-                model=turn.model.name,
-            )
-        )
-        return "end_turn"
-    if name == "init":
-        return await turn.run([TextContent(text=prompts.load("init.md"))])
-    if name == "permissions":
-        await turn.say(permissions_command(session, arguments))
-        return "end_turn"
-    if name == "model":
-        await turn.say(await turn.switch_model(arguments))
-        return "end_turn"
-    if name == "mcp":
-        await turn.say(mcp_report(session))
-        return "end_turn"
-    if name == "undo":
-        await turn.say(await undo(turn))
-        return "end_turn"
+    command = BY_NAME.get(name)
+    if command is not None and command.handler is not None:
+        return await command.handler(ctx, arguments)
     if name.startswith(MCP_PROMPT_PREFIX):
-        return await run_mcp_prompt(turn, name, arguments)
-    await turn.say(unknown(name))
+        return await run_mcp_prompt(ctx, name, arguments)
+    await ctx.say(unknown(name))
+    return "end_turn"
+
+
+async def _compact(ctx: CommandContext, arguments: str) -> StopReason:
+    if not await ctx.compact_now(arguments or None):
+        await ctx.say("Nothing to compact yet.\n")
+    return "end_turn"
+
+
+async def _clear(ctx: CommandContext, arguments: str) -> StopReason:
+    session = ctx.session
+    session.conversation = Conversation(cost=session.conversation.cost)
+    session.file_hashes.clear()
+    await ctx.say("Started a fresh context: the model no longer sees the conversation above.\n")
+    return "end_turn"
+
+
+async def _context(ctx: CommandContext, arguments: str) -> StopReason:
+    session = ctx.session
+    system = await ctx.system_message()
+    tools = ctx.tool_specs()
+    await ctx.say(
+        context_report(
+            system_chars=len(str(system["content"])),
+            tools_chars=len(json.dumps(tools)),
+            tool_count=len(tools),
+            messages=session.conversation.messages,
+            used_tokens=session.conversation.context_tokens,
+            window=await ctx.context_window(),
+            cost=session.conversation.cost,
+            model=ctx.model_name,
+        )
+    )
+    return "end_turn"
+
+
+async def _init(ctx: CommandContext, arguments: str) -> StopReason:
+    return await ctx.run([TextContent(text=prompts.load("init.md"))])
+
+
+async def _permissions(ctx: CommandContext, arguments: str) -> StopReason:
+    await ctx.say(permissions_command(ctx.session, arguments))
+    return "end_turn"
+
+
+async def _model(ctx: CommandContext, arguments: str) -> StopReason:
+    await ctx.say(await ctx.switch_model(arguments))
+    return "end_turn"
+
+
+async def _mcp(ctx: CommandContext, arguments: str) -> StopReason:
+    await ctx.say(mcp_report(ctx.session))
+    return "end_turn"
+
+
+async def _undo(ctx: CommandContext, arguments: str) -> StopReason:
+    await ctx.say(await undo(ctx.session))
     return "end_turn"
 
 
 def permissions_command(session: Session, arguments: str) -> str:
     policy = session.permissions
-    if policy is None:
-        return "This session has no permission policy.\n"
     verb, _, rest = arguments.partition(" ")
     if verb == "clear":
         count = len(policy.session_allow) + len(policy.session_deny)
@@ -202,15 +251,8 @@ def permissions_command(session: Session, arguments: str) -> str:
     )
 
 
-async def undo(turn: Turn) -> str:
+async def undo(session: Session) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
-    from coder_agent.checkpoints import CheckpointError
-    from coder_agent.tools.base import ToolError
-    from coder_agent.tools.files import FileAccess
-
-    session = turn.session
-    if session.checkpoints is None:
-        return "Undo is not available in this session.\n"
     files = FileAccess(session.client)
 
     async def read_current(path: Path) -> str | None:
@@ -260,27 +302,27 @@ def mcp_report(session: Session) -> str:
     return "**MCP servers**\n\n" + "\n".join(lines) + f"\n\nTools: {tools}\n"
 
 
-async def run_mcp_prompt(turn: Turn, name: str, arguments: str) -> StopReason:
+async def run_mcp_prompt(ctx: CommandContext, name: str, arguments: str) -> StopReason:
     """`/mcp:<server>:<prompt> args`: fetch the prompt from its server and send it as the user's message."""
     from coder_agent.mcp_hub import McpError
 
-    session = turn.session
+    session = ctx.session
     server, _, prompt_name = name[len(MCP_PROMPT_PREFIX) :].partition(":")
     prompt = next((p for p in session.mcp_prompts if p.server == server and p.name == prompt_name), None)
     if prompt is None or session.mcp_hub is None:
-        await turn.say(unknown(name))
+        await ctx.say(unknown(name))
         return "end_turn"
     values = _prompt_arguments([a.name for a in prompt.arguments], arguments)
     missing = [a.name for a in prompt.arguments if a.required and a.name not in values]
     if missing:
-        await turn.say(f"`/{name}` needs: {', '.join(missing)}.\n")
+        await ctx.say(f"`/{name}` needs: {', '.join(missing)}.\n")
         return "end_turn"
     try:
         text = await session.mcp_hub.get_prompt(server, prompt_name, values)
     except McpError as exc:
-        await turn.say(f"The MCP server could not give the prompt: {exc}\n")
+        await ctx.say(f"The MCP server could not give the prompt: {exc}\n")
         return "end_turn"
-    return await turn.run([TextContent(text=text)])
+    return await ctx.run([TextContent(text=text)])
 
 
 def _prompt_arguments(names: list[str], text: str) -> dict[str, str]:
@@ -300,3 +342,18 @@ def _prompt_arguments(names: list[str], text: str) -> dict[str, str]:
             if name is not None:
                 values[name] = word
     return values
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("compact", "Summarise the conversation so far to free context", "optional focus for the summary", _compact),
+    Command("clear", "Start a fresh context in this session (the model forgets the conversation)", None, _clear),
+    Command("context", "Show what fills the context window, and the cost so far", None, _context),
+    Command("undo", "Restore the files the agent changed in its last turn", None, _undo),
+    Command("init", "Look at the project and write an AGENTS.md for it", None, _init),
+    Command(
+        "permissions", "List the permission rules; revoke one or clear them", "revoke <rule> | clear", _permissions
+    ),
+    Command("mcp", "Show the MCP servers of this session and their status", None, _mcp),
+    Command("model", "Show the model, or switch to another", "model name, e.g. openai/gpt-4.1", _model),
+)
+BY_NAME = {command.name: command for command in COMMANDS}

@@ -1,17 +1,36 @@
-"""What one model call produces, and the model errors the loop tells apart. No litellm here.
+"""The loop's view of a model: the `Model` protocol, what one call produces, and the errors the loop tells apart.
 
 Messages are OpenAI-style chat dicts (`{"role": ..., "content": ..., "tool_calls": ...}`): litellm's
-common format for every provider, and plain JSON for the session store.
+common format for every provider, and plain JSON for the session store. No litellm here: `LitellmModel`
+(`model.litellm_model`) and `ScriptedModel` (`model.scripted`, for tests) implement the protocol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Message = dict[str, Any]
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Everything one model call needs; built from the session's Config and the key from the environment."""
+
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    api_base: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    context_window: int | None = None
+    request_timeout: float = 600.0
+    idle_timeout: float = 120.0
+    retries: int = 5
+    retry_base_delay: float = 1.0
+    extra_params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,3 +96,26 @@ class StreamCut(ModelError):
     def __init__(self, message: str, partial: ModelTurn) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+class Model(Protocol):
+    """A chat model that streams one turn at a time."""
+
+    name: str
+    """The model string, as configured (`anthropic/claude-sonnet-4-5`)."""
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
+        """Stream one completion to `sink`, retrying what is worth retrying; raise a ModelError when giving up."""
+        ...
+
+    async def complete(self, messages: Sequence[Message]) -> str:
+        """A whole answer without tools and without streaming it to the user (summaries)."""
+        ...
+
+    async def context_window(self) -> int:
+        """How many input tokens the model takes."""
+        ...
+
+    async def accepts_images(self) -> bool | None:
+        """Whether the model takes images; None when unknown (then the provider decides)."""
+        ...

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coder_agent import prompts
-from coder_agent.model.types import Message
+from coder_agent.model.base import Message
 
 MAX_PART_CHARS = 2_000
 SUMMARY_WORDS = 600

@@ -9,7 +9,7 @@ from __future__ import annotations
 from coder_agent.errors import InvalidParams
 from coder_agent.permissions import mode_config_option
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
-from coder_agent.session import Session
+from coder_agent.session.session import Session
 
 EFFORTS = ("minimal", "low", "medium", "high")
 DEFAULT_EFFORT = "default"
@@ -18,10 +18,9 @@ DEFAULT_EFFORT = "default"
 def config_options(session: Session) -> list[SessionConfigOption]:
     """Every option with its current value (the complete list, as ACP requires)."""
     options: list[SessionConfigOption] = []
-    if session.permissions is not None:
-        options.append(mode_config_option(session.permissions.mode))
+    options.append(mode_config_option(session.permissions.mode))
     config = session.config
-    if config is not None and config.model:
+    if config.model:
         models = list(dict.fromkeys([config.model, *config.models]))
         options.append(
             SessionConfigOption(
@@ -59,13 +58,10 @@ def apply_option(session: Session, config_id: str, value: str) -> bool:
     if option.current_value == value:
         return False
     if config_id == "mode":
-        assert session.permissions is not None
         session.permissions.mode = value
     elif config_id == "model":
-        assert session.config is not None
         session.config = session.config.model_copy(update={"model": value})
     elif config_id == "reasoning_effort":
-        assert session.config is not None
         effort = None if value == DEFAULT_EFFORT else value
         session.config = session.config.model_copy(update={"reasoning_effort": effort})
     return True

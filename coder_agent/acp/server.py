@@ -1,0 +1,190 @@
+"""`AcpServer`: the agent side of ACP after `initialize` — the method table, params in, results out.
+
+Each method validates its params with the pydantic models in `protocol.schema` (a bad field becomes
+-32602 at the connection), turns them into calls on the `SessionManager`, and answers in ACP's terms.
+It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
+session its `AcpClient`. What happens after the response (announcing commands, replays) is ordered by
+the connection (`FollowedBy`), never by waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from coder_agent.acp import handshake
+from coder_agent.acp.client import AcpClient, Peer
+from coder_agent.agent.manager import SessionManager
+from coder_agent.errors import InvalidParams, MethodNotFound
+from coder_agent.permissions import MODES, mode_state
+from coder_agent.protocol.schema import (
+    AuthenticateRequest,
+    CancelNotification,
+    ClientCapabilities,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptRequest,
+    PromptResponse,
+    ResumeSessionRequest,
+    SessionInfo,
+    SessionRequest,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
+)
+from coder_agent.rpc import FollowedBy
+from coder_agent.session.options import config_options
+from coder_agent.session.session import Session
+from coder_agent.store import InvalidCursor
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+class AcpServer:
+    """The agent's method table; a `rpc.Dispatcher`."""
+
+    def __init__(self, manager: SessionManager, peer: Peer) -> None:
+        self.manager = manager
+        self.peer = peer
+        self.client_capabilities = ClientCapabilities()
+        self._requests: dict[str, Handler] = {
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
+            "session/load": self.load_session,
+            "session/resume": self.resume_session,
+            "session/list": self.list_sessions,
+            "session/close": self.close_session,
+            "session/delete": self.delete_session,
+        }
+
+    # ---- Dispatcher -----------------------------------------------------------------------------
+
+    async def handle_request(self, method: str, params: Any) -> Any:
+        handler = self._requests.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        return await handler(params)
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        if method == "session/cancel":
+            self.manager.cancel(CancelNotification.model_validate(params).session_id)
+        else:
+            log.debug("ignoring notification %s", method)
+
+    # ---- methods --------------------------------------------------------------------------------
+
+    def set_client_capabilities(self, raw: dict[str, Any]) -> None:
+        """Record what the client advertised in `initialize`; a malformed part counts as not advertised."""
+        try:
+            self.client_capabilities = ClientCapabilities.model_validate(raw)
+        except ValueError:
+            log.warning("malformed clientCapabilities; treating them as empty")
+            self.client_capabilities = ClientCapabilities()
+
+    async def authenticate(self, params: Any) -> dict[str, Any]:
+        request = AuthenticateRequest.model_validate(params)
+        if request.method_id != handshake.ENV_AUTH_METHOD["id"]:
+            raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
+        await self.manager.authenticate()
+        return {}
+
+    async def new_session(self, params: Any) -> FollowedBy:
+        request = NewSessionRequest.model_validate(params)
+        cwd, extra = _folders(request.cwd, request.additional_directories)
+        session = await self.manager.create(cwd, extra, request.mcp_servers, self._client)
+        response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
+        return FollowedBy(response, lambda: self.manager.ready(session))
+
+    async def load_session(self, params: Any) -> FollowedBy:
+        request = LoadSessionRequest.model_validate(params)
+        cwd, extra = _folders(request.cwd, request.additional_directories)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        for event in session.events:  # the whole history, before the response (as ACP asks)
+            await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
+        return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
+
+    async def resume_session(self, params: Any) -> FollowedBy:
+        request = ResumeSessionRequest.model_validate(params)
+        cwd, extra = _folders(request.cwd, request.additional_directories)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        request = ListSessionsRequest.model_validate(params or {})
+        if request.cwd is not None and not Path(request.cwd).is_absolute():
+            raise InvalidParams(f"Invalid params: cwd: must be an absolute path, got {request.cwd!r}")
+        try:
+            page, cursor = await self.manager.list(request.cwd, request.cursor)
+        except InvalidCursor:
+            raise InvalidParams("Invalid params: cursor: not a cursor from session/list") from None
+        sessions = [
+            SessionInfo(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                updated_at=s.updated_at,
+                additional_directories=s.additional_directories or None,
+            )
+            for s in page
+        ]
+        return ListSessionsResponse(sessions=sessions, next_cursor=cursor).wire()
+
+    async def close_session(self, params: Any) -> dict[str, Any]:
+        await self.manager.close(SessionRequest.model_validate(params).session_id)
+        return {}
+
+    async def delete_session(self, params: Any) -> dict[str, Any]:
+        await self.manager.delete(SessionRequest.model_validate(params).session_id)
+        return {}
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        request = PromptRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        stop_reason = await self.manager.prompt(session, request.prompt)
+        return PromptResponse(stop_reason=stop_reason).wire()
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        request = SetSessionModeRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        if request.mode_id not in MODES:
+            raise InvalidParams(f"Invalid params: modeId: unknown mode {request.mode_id!r}; one of {', '.join(MODES)}")
+        await self.manager.set_option(session, "mode", request.mode_id)
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        request = SetSessionConfigOptionRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        await self.manager.set_option(session, request.config_id, request.value)
+        return SetSessionConfigOptionResponse(config_options=config_options(session)).wire()
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _client(self, session_id: str) -> AcpClient:
+        return AcpClient(self.peer, self.client_capabilities, session_id)
+
+
+def _session_state(session: Session) -> dict[str, Any]:
+    return {"modes": mode_state(session.permissions.mode), "config_options": config_options(session)}
+
+
+def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:
+    """The session's folders as absolute paths (InvalidParams naming the field otherwise)."""
+    return _absolute_dir("cwd", cwd), [_absolute_dir(f"additionalDirectories.{i}", d) for i, d in enumerate(additional)]
+
+
+def _absolute_dir(field: str, value: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise InvalidParams(f"Invalid params: {field}: must be an absolute path, got {value!r}")
+    return path

@@ -1,0 +1,258 @@
+"""`SessionManager`: the life of sessions — open, reopen from the store, close, delete, list — and their state.
+
+Opening a session builds it whole: the config for its folder, the model credentials checked (a session
+that could not answer is refused with `AuthRequired` naming what to set), the permission policy, the
+undo checkpoints, the MCP servers, the background saver and the replay log. Every change of state (a
+new session, a mode or option change, a step of a turn) is saved. What is ACP about it (parsing params,
+answering, replaying to the client) stays in `acp.server`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from coder_agent.agent import commands
+from coder_agent.agent.settings import ConfigSource
+from coder_agent.checkpoints import Checkpoints
+from coder_agent.config import Config
+from coder_agent.errors import InternalError, ResourceNotFound
+from coder_agent.permissions import PermissionPolicy, Rule
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    McpServer,
+    StopReason,
+)
+from coder_agent.session.bridge import ClientBridge
+from coder_agent.session.options import apply_option, config_options
+from coder_agent.session.replay import record_update
+from coder_agent.session.runner import TurnRunner
+from coder_agent.session.saver import Saver
+from coder_agent.session.session import Session
+from coder_agent.store import (
+    InvalidSessionId,
+    SessionNotFound,
+    SessionRecord,
+    SessionStore,
+    SessionSummary,
+    StoreError,
+)
+
+log = logging.getLogger(__name__)
+
+MCP_CONNECT_TIMEOUT = 20.0
+
+ClientFactory = Callable[[str], ClientBridge]
+
+
+class SessionManager:
+    """The open sessions of one connection, and the store behind them."""
+
+    def __init__(self, runner: TurnRunner, source: ConfigSource, store: SessionStore | None, tasks: TaskGroup) -> None:
+        self.runner = runner
+        self.source = source
+        self.store = store
+        self.tasks = tasks
+        self.sessions: dict[str, Session] = {}
+
+    # ---- opening ------------------------------------------------------------------------------
+
+    async def create(
+        self, cwd: Path, additional_directories: list[Path], mcp_servers: Sequence[McpServer], client: ClientFactory
+    ) -> Session:
+        """A new session, saved at once (so it can be resumed before its first prompt)."""
+        session_id = f"sess_{uuid.uuid4().hex}"
+        session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id))
+        session.save_soon()
+        log.info("session %s opened in %s", session.id, session.cwd)
+        return session
+
+    async def reopen(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientFactory,
+    ) -> Session:
+        """A stored session, live again (replacing the same session if it is open)."""
+        record = await self._load_record(session_id)
+        previous = self.sessions.pop(session_id, None)
+        if previous is not None:
+            await previous.aclose()  # replaced: its turn, terminals and MCP servers end here
+        session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), record)
+        log.info("session %s reopened (%d messages)", session.id, len(record.messages))
+        return session
+
+    async def ready(self, session: Session) -> None:
+        """Once the client has the session's id: get ready for prompts, announce commands, report MCP failures."""
+        self.runner.warm()
+        hub = session.mcp_hub
+        if hub is not None:
+            session.mcp_prompts = await hub.list_prompts()
+        await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
+        if hub is not None:
+            failed = [status for status in hub.statuses() if status.state == "failed"]
+            if failed:
+                lines = "\n".join(f"- **{status.name}**: {status.error}" for status in failed)
+                text = f"Some MCP servers could not be started; their tools are missing:\n\n{lines}\n"
+                await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+
+    async def authenticate(self) -> None:
+        """Check the credentials again (from the config without a project file)."""
+        self.runner.check(self.source.load(None))
+
+    async def _open(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientBridge,
+        record: SessionRecord | None = None,
+    ) -> Session:
+        config = self.source.load(cwd)
+        self.runner.check(config)
+        session = Session(
+            id=session_id,
+            cwd=cwd,
+            additional_directories=additional_directories,
+            client=client,
+            config=config,
+            permissions=_policy(cwd, config),
+            checkpoints=Checkpoints(cwd, session_id=session_id),
+            tasks=self.tasks,
+        )
+        try:
+            if mcp_servers:
+                await _connect_mcp(session, mcp_servers)
+            if record is not None:
+                session.restore(record)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
+        client.observer = lambda update: record_update(session.events, update)
+        if self.store is not None:
+            session.saver = Saver(self.store, session.to_record, self.tasks, _saving_failed(session))
+        self.sessions[session_id] = session
+        return session
+
+    async def _load_record(self, session_id: str) -> SessionRecord:
+        if self.store is None:
+            raise ResourceNotFound(
+                f"Session not found: {session_id} (sessions are not stored)", {"sessionId": session_id}
+            )
+        try:
+            return await anyio.to_thread.run_sync(self.store.load, session_id)
+        except (SessionNotFound, InvalidSessionId):
+            raise ResourceNotFound(f"Session not found: {session_id}", {"sessionId": session_id}) from None
+        except StoreError as exc:
+            raise InternalError(f"Session {session_id} cannot be loaded: {exc}") from None
+
+    # ---- using --------------------------------------------------------------------------------
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise ResourceNotFound(f"Session not found: {session_id}", {"sessionId": session_id})
+        return session
+
+    async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
+
+    async def set_option(self, session: Session, config_id: str, value: str) -> None:
+        """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
+        if not apply_option(session, config_id, value):
+            return
+        log.info("session %s: %s = %s", session.id, config_id, value)
+        session.save_soon()
+        if config_id == "mode":
+            await session.client.update(CurrentModeUpdate(current_mode_id=value))
+        await session.client.update(ConfigOptionUpdate(config_options=config_options(session)))
+
+    def cancel(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is None:
+            log.warning("session/cancel for unknown session %s", session_id)
+        else:
+            session.cancel()
+
+    # ---- closing and the store ----------------------------------------------------------------
+
+    async def close(self, session_id: str) -> None:
+        session = self.get(session_id)
+        del self.sessions[session_id]
+        await session.aclose()
+        log.info("session %s closed", session_id)
+
+    async def delete(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            await session.aclose()
+        if self.store is not None:
+            with contextlib.suppress(InvalidSessionId):  # it never existed: deleting it succeeds silently
+                await anyio.to_thread.run_sync(self.store.delete, session_id)
+
+    async def list(self, cwd: str | None, cursor: str | None) -> tuple[list[SessionSummary], str | None]:
+        """One page of stored sessions (InvalidCursor for a cursor that is not ours)."""
+        if self.store is None:
+            return [], None
+        return await anyio.to_thread.run_sync(self.store.list, cwd, cursor)
+
+    def cancel_all(self) -> None:
+        """Cancel every running turn (the client is going away)."""
+        for session in self.sessions.values():
+            session.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel every turn and close every session."""
+        sessions, self.sessions = list(self.sessions.values()), {}
+        async with anyio.create_task_group() as task_group:
+            for session in sessions:
+                task_group.start_soon(session.aclose)
+
+
+def _policy(cwd: Path, config: Config) -> PermissionPolicy:
+    """The session's permission policy from the config's mode and rules."""
+    try:
+        allow = [Rule.parse(text) for text in config.permissions.allow]
+        deny = [Rule.parse(text) for text in config.permissions.deny]
+    except ValueError as exc:
+        raise InternalError(f"Invalid config: permissions: {exc}") from None
+    return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
+
+
+async def _connect_mcp(session: Session, servers: Sequence[McpServer]) -> None:
+    """Start the session's MCP servers, all at once; a server that fails is reported, not fatal."""
+    from coder_agent.mcp_hub import McpHub, McpServerSpec
+
+    hub = McpHub(task_group=session.tasks, roots=session.roots)
+    session.mcp_hub = hub
+    session.closers.append(hub.aclose)
+    specs = [McpServerSpec.from_acp(server, cwd=session.cwd) for server in servers]
+    statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
+    for status in statuses:
+        log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
+
+
+def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:
+    async def tell(error: str) -> None:
+        text = (
+            f"\n\n**This session could not be saved** ({error}); it will not survive a restart until saving works "
+            "again. Check that the data folder is writable and has free space.\n\n"
+        )
+        with contextlib.suppress(Exception):
+            await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+
+    return tell

@@ -1,0 +1,81 @@
+"""`AgentRunner`: the `TurnRunner` backed by a model — each prompt is a slash command or a model turn.
+
+It builds the turn's model from the session's config (credentials checked each time, so a key added
+to the environment or a `/model` switch takes effect at once), records the prompt in the replay log,
+titles a session after its first prompt, and hands the prompt to `commands` or to a `Turn`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import anyio
+
+from coder_agent.agent import commands
+from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.turn import Turn
+from coder_agent.config import Config
+from coder_agent.model.base import Model, ModelSettings
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import SessionInfoUpdate, StopReason
+from coder_agent.session.replay import record_update
+from coder_agent.session.session import Session
+from coder_agent.store import utc_now
+from coder_agent.tools.executor import SessionTools
+
+TITLE_CHARS = 60
+PERSIST_TIMEOUT = 5.0
+
+ModelFactory = Callable[[ModelSettings], Model]
+
+
+class AgentRunner:
+    """Runs prompts with a model; `model_factory` defaults to litellm."""
+
+    def __init__(self, source: ConfigSource, *, model_factory: ModelFactory | None = None) -> None:
+        self.source = source
+        self._model_factory = model_factory
+
+    def check(self, config: Config) -> None:
+        self.source.model_settings(config)
+
+    def warm(self) -> None:
+        if self._model_factory is None:
+            from coder_agent.model.litellm_model import start_background_import
+
+            start_background_import()  # a prompt is coming: have the model library ready for it
+
+    def make_model(self, settings: ModelSettings) -> Model:
+        if self._model_factory is not None:
+            return self._model_factory(settings)
+        from coder_agent.model.litellm_model import LitellmModel
+
+        return LitellmModel(settings)
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        model = self.make_model(self.source.model_settings(session.config))
+        turn = Turn(session, session.config, model, SessionTools(session), self.source.model_settings)
+        for block in prompt:
+            record_update(session.events, {"sessionUpdate": "user_message_chunk", "content": block.wire()})
+        command = commands.parse(prompt)
+        if command is not None:
+            try:
+                return await commands.run(turn, *command)
+            finally:
+                session.save_soon()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
+                    await session.flush()
+        await _name_session(session, prompt)
+        return await turn.run(prompt)
+
+
+async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
+    """Title a session after its first prompt, and tell the client."""
+    if session.title is not None:
+        return
+    text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
+    if not text:
+        return
+    first_line = " ".join(text.split())
+    session.title = first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
+    await session.client.update(SessionInfoUpdate(title=session.title, updated_at=utc_now()))

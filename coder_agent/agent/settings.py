@@ -1,0 +1,68 @@
+"""Where a session's config comes from, and the model settings (with credentials) a config gives.
+
+`ConfigSource` is the `--config`/`--model` flags, the environment and the user's config file, fixed when
+the agent starts; `load(cwd)` adds the project file of a session's folder. `model_settings` turns a config
+into what one model call needs, or raises `AuthRequired` naming exactly what to set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coder_agent.config import CliOverrides, Config, ConfigError, load_config, resolve_api_key
+from coder_agent.errors import AuthRequired, InternalError
+from coder_agent.model import providers
+from coder_agent.model.base import ModelSettings
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """The config sources fixed at start; `environ` None means the process environment."""
+
+    cli: CliOverrides = field(default_factory=CliOverrides)
+    environ: Mapping[str, str] | None = None
+    user_config_path: Path | None = None
+
+    def load(self, cwd: Path | None) -> Config:
+        """The config for a session in `cwd` (None: without a project file)."""
+        try:
+            return load_config(
+                cwd, self.cli, dict(self.environ) if self.environ is not None else None, self.user_config_path
+            )
+        except ConfigError as exc:
+            raise InternalError(str(exc)) from None
+
+    def model_settings(self, config: Config) -> ModelSettings:
+        """The model settings for `config`, or AuthRequired naming what to set."""
+        if not config.model:
+            raise AuthRequired(
+                "No model is configured. Set CODER_AGENT_MODEL to a litellm model string "
+                "(for example anthropic/claude-sonnet-4-5, openai/gpt-4.1, or openai/<name> with "
+                "CODER_AGENT_API_BASE for a self-hosted server), or `model` in a config file."
+            )
+        key = resolve_api_key(config, self.environ)
+        if key is None:
+            environ = self.environ if self.environ is not None else os.environ
+            provider_vars = providers.key_variables(config.model)
+            has_provider_key = any(environ.get(name) for name in provider_vars)
+            if not has_provider_key and providers.needs_key(config.model, config.api_base):
+                names = " or ".join([*provider_vars, "CODER_AGENT_API_KEY"])
+                raise AuthRequired(f"No API key for {config.model}: set {names} in the agent's environment.")
+            if not has_provider_key and config.api_base is not None:
+                key = "no-key"  # self-hosted servers often need none, but the OpenAI client insists on one
+        return ModelSettings(
+            model=config.model,
+            api_key=key,
+            api_base=config.api_base,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            reasoning_effort=config.reasoning_effort,
+            context_window=config.context_window,
+            request_timeout=config.request_timeout,
+            idle_timeout=config.idle_timeout,
+            retries=config.retries,
+            extra_params=dict(config.extra_params),
+        )

@@ -1,0 +1,33 @@
+"""The seam between sessions and whatever answers their prompts: the `TurnRunner` protocol.
+
+A runner gets the session and the prompt's content blocks, streams its progress to the client through
+`session.client`, and returns the turn's stop reason. Cancellation arrives as anyio cancellation of the
+task running the turn; the session turns that into the `cancelled` stop reason, so a runner only has to
+clean up (in `finally` blocks, shielded where it must still talk to the client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from coder_agent.config import Config
+from coder_agent.protocol.content import ContentBlock
+from coder_agent.protocol.schema import StopReason
+from coder_agent.session.session import Session
+
+
+class TurnRunner(Protocol):
+    """Runs the prompt turns of sessions."""
+
+    def check(self, config: Config) -> None:
+        """Raise an RpcError (AuthRequired, naming what to set) if turns cannot run with this config."""
+        ...
+
+    def warm(self) -> None:
+        """A session opened and a prompt is coming: start getting ready for it (returns at once)."""
+        ...
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        """Run one turn and return its stop reason."""
+        ...

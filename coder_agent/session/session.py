@@ -1,0 +1,182 @@
+"""A session: where it works, what it may do, what it remembers, and its turns — at most one running at a time.
+
+A prompt that arrives while a turn runs waits for it (prompts are queued in arrival order, never
+rejected): editors such as Zed send `session/cancel` and then the next prompt at once, and the new prompt
+must not fail because the old turn is still winding down. `session/cancel` cancels the running turn and
+every prompt queued before it; each of those prompts answers `cancelled`, exactly once.
+
+A session is built whole by `agent.manager.SessionManager` (config, policy, checkpoints, client); it also
+knows how to become a `SessionRecord` and to take one back, and it saves itself in the background
+(`session.saver`) whenever a step asks it to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
+from coder_agent.config import Config
+from coder_agent.permissions import MODES, PermissionPolicy, Rule
+from coder_agent.protocol.schema import StopReason
+from coder_agent.session.bridge import ClientBridge
+from coder_agent.session.saver import Saver
+from coder_agent.store import SessionRecord, utc_now
+
+if TYPE_CHECKING:
+    from coder_agent.mcp_hub import McpHub, McpPromptInfo
+
+log = logging.getLogger(__name__)
+
+CLOSE_SAVE_TIMEOUT = 5.0
+
+
+@dataclass
+class Conversation:
+    """What the model has been told and answered so far (OpenAI-style messages, no system prompt)."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    cost: float = 0.0
+    """Money spent on this session's model calls, in USD, where the price is known."""
+    context_tokens: int = 0
+    """Tokens in the context after the last model call."""
+
+
+@dataclass(eq=False)
+class Session:
+    """One ACP session."""
+
+    id: str
+    cwd: Path
+    additional_directories: list[Path]
+    client: ClientBridge
+    config: Config
+    permissions: PermissionPolicy
+    """The mode and the allow/deny rules."""
+    checkpoints: Checkpoints
+    """Snapshots of the files each turn changed, for /undo."""
+    tasks: TaskGroup
+    """A long-lived task group for what the session runs in the background (saves, MCP connections)."""
+    saver: Saver = field(default_factory=Saver)
+    """Saves the session; the manager binds it to the store (a session without a store is never saved)."""
+    title: str | None = None
+    created_at: str = field(default_factory=utc_now)
+    conversation: Conversation = field(default_factory=Conversation)
+    file_hashes: dict[str, str] = field(default_factory=dict)
+    """Content hash of each file as the model last read or wrote it, to refuse edits of stale text."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """What the client was shown (session/update objects, merged), replayed by session/load."""
+    mcp_hub: McpHub | None = None
+    """The session's MCP servers; None when the client gave none."""
+    mcp_prompts: list[McpPromptInfo] = field(default_factory=list)
+    """Their prompts, offered as slash commands."""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What to close with the session (MCP servers)."""
+    _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _turn_scope: anyio.CancelScope | None = None
+    _cancels: int = 0
+    _closed: bool = False
+
+    @property
+    def roots(self) -> list[Path]:
+        """The directories tools may work in without asking: cwd first."""
+        return [self.cwd, *self.additional_directories]
+
+    def save_soon(self) -> None:
+        """Ask for a save of the session's current state, in the background."""
+        self.saver.soon()
+
+    async def flush(self) -> None:
+        """Wait until the session's state is saved."""
+        await self.saver.flush()
+
+    async def run_turn(self, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
+        """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
+        cancels_at_arrival = self._cancels
+        async with self._turn_lock:
+            if self._closed or self._cancels != cancels_at_arrival:
+                return "cancelled"
+            scope = anyio.CancelScope()
+            self._turn_scope = scope
+            stop_reason: StopReason = "cancelled"
+            try:
+                with scope:
+                    stop_reason = await turn()
+            finally:
+                self._turn_scope = None
+            if scope.cancelled_caught or scope.cancel_called:
+                return "cancelled"
+            return stop_reason
+
+    def cancel(self) -> None:
+        """Cancel the running turn and the prompts queued behind it."""
+        self._cancels += 1
+        if self._turn_scope is not None:
+            log.info("session %s: cancelling the running turn", self.id)
+            self._turn_scope.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel all work, save, and free what the session holds."""
+        self._closed = True
+        self.cancel()
+        async with self._turn_lock:
+            pass
+        with anyio.move_on_after(CLOSE_SAVE_TIMEOUT):
+            await self.flush()
+        closers, self.closers = self.closers, []
+        for close in closers:
+            try:
+                await close()
+            except Exception:
+                log.exception("session %s: closing a resource failed", self.id)
+
+    # ---- stored form --------------------------------------------------------------------------
+
+    def to_record(self) -> SessionRecord:
+        """The session as stored; lists are copied so a save in a worker thread never sees them change."""
+        policy = self.permissions
+        return SessionRecord(
+            session_id=self.id,
+            cwd=str(self.cwd),
+            additional_directories=[str(p) for p in self.additional_directories],
+            title=self.title,
+            created_at=self.created_at,
+            updated_at=utc_now(),
+            mode=policy.mode,
+            model=self.config.model,
+            reasoning_effort=self.config.reasoning_effort,
+            messages=list(self.conversation.messages),
+            events=[dict(e) for e in self.events],
+            cost=self.conversation.cost,
+            context_tokens=self.conversation.context_tokens,
+            allow_rules=[str(r) for r in policy.session_allow],
+            deny_rules=[str(r) for r in policy.session_deny],
+            checkpoints=[c.to_dict() for c in self.checkpoints.history],
+        )
+
+    def restore(self, record: SessionRecord) -> None:
+        """Take back a stored conversation and its settings (into a freshly opened session)."""
+        self.title = record.title
+        self.created_at = record.created_at
+        self.conversation = Conversation(list(record.messages), record.cost, record.context_tokens)
+        self.events = list(record.events)
+        updates: dict[str, Any] = {"reasoning_effort": record.reasoning_effort}
+        if record.model:
+            updates["model"] = record.model
+        self.config = self.config.model_copy(update=updates)
+        policy = self.permissions
+        if record.mode in MODES:
+            policy.mode = record.mode
+        policy.session_allow = [Rule.parse(r) for r in record.allow_rules]
+        policy.session_deny = [Rule.parse(r) for r in record.deny_rules]
+        if record.checkpoints:
+            try:
+                self.checkpoints.history = [TurnCheckpoint.from_dict(c) for c in record.checkpoints]
+            except ValueError:
+                log.warning("session %s: ignoring malformed undo checkpoints", self.id)

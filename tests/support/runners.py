@@ -1,0 +1,26 @@
+"""Turn runners without a model, for protocol tests of the session machinery."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coder_agent.config import Config
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import AgentMessageChunk, StopReason
+from coder_agent.session.session import Session
+
+
+class EchoTurnRunner:
+    """A runner with no model: it says what it received."""
+
+    def check(self, config: Config) -> None:
+        return None
+
+    def warm(self) -> None:
+        return None
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        texts = [block.text for block in prompt if isinstance(block, TextContent)]
+        reply = "coder-agent received: " + (" ".join(texts) or f"{len(prompt)} content block(s)")
+        await session.client.update(AgentMessageChunk(content=TextContent(text=reply)))
+        return "end_turn"
