@@ -7,6 +7,7 @@
     ├── InvalidParams             -32602  params that do not fit the method
     ├── InternalError             -32603  our bug; the traceback goes to the log, never the wire
     ├── AuthRequired              -32000  no usable model credentials
+    ├── ConfigInvalid             -32001  the config (a file, a variable, a flag, the model string) needs fixing
     ├── ResourceNotFound          -32002  e.g. an unknown sessionId
     ├── RequestCancelled          -32800  a request cancelled by `$/cancel_request` or shutdown
     └── ClientError               the client answered one of our requests with an error
@@ -67,6 +68,13 @@ class InternalError(RpcError):
 class AuthRequired(RpcError):
     code = -32000
     default_message = "Authentication required"
+
+
+class ConfigInvalid(RpcError):
+    """The configuration cannot work; the message names the file or variable, the field, and the fix."""
+
+    code = -32001
+    default_message = "Invalid configuration"
 
 
 class ResourceNotFound(RpcError):

@@ -187,4 +187,7 @@ def _absolute_dir(field: str, value: str) -> Path:
     path = Path(value)
     if not path.is_absolute():
         raise InvalidParams(f"Invalid params: {field}: must be an absolute path, got {value!r}")
+    if not path.is_dir():
+        problem = "is not a folder" if path.exists() else "does not exist"
+        raise InvalidParams(f"Invalid params: {field}: {value} {problem}")
     return path

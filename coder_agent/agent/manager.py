@@ -105,12 +105,16 @@ class SessionManager:
             failed = [status for status in hub.statuses() if status.state == "failed"]
             if failed:
                 lines = "\n".join(f"- **{status.name}**: {status.error}" for status in failed)
-                text = f"Some MCP servers could not be started; their tools are missing:\n\n{lines}\n"
-                await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+                session.notices.append(f"Some MCP servers could not be started; their tools are missing:\n\n{lines}")
+        notices, session.notices = session.notices, []
+        for notice in notices:
+            text = f"{notice}\n\n"
+            await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
 
     async def authenticate(self) -> None:
         """Check the credentials again (from the config without a project file)."""
-        self.runner.check(self.source.load(None))
+        config, _ = self.source.load(None)
+        self.runner.check(config)
 
     async def _open(
         self,
@@ -121,7 +125,7 @@ class SessionManager:
         client: ClientBridge,
         record: SessionRecord | None = None,
     ) -> Session:
-        config = self.source.load(cwd)
+        config, problems = self.source.load(cwd)
         self.runner.check(config)
         session = Session(
             id=session_id,
@@ -132,6 +136,7 @@ class SessionManager:
             permissions=_policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
             tasks=self.tasks,
+            notices=problems,
         )
         try:
             if mcp_servers:

@@ -1,8 +1,10 @@
 """Where a session's config comes from, and the model settings (with credentials) a config gives.
 
 `ConfigSource` is the `--config`/`--model` flags, the environment and the user's config file, fixed when
-the agent starts; `load(cwd)` adds the project file of a session's folder. `model_settings` turns a config
-into what one model call needs, or raises `AuthRequired` naming exactly what to set.
+the agent starts; `load(cwd)` adds the project file of a session's folder. A broken project file (it came
+with the repository) does not stop the session: it is left out and the problem is reported; any other
+broken source is a `ConfigInvalid` error naming the file and field. `model_settings` turns a config into
+what one model call needs, or raises `AuthRequired` / `ConfigInvalid` naming exactly what to set.
 """
 
 from __future__ import annotations
@@ -12,8 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coder_agent.config import CliOverrides, Config, ConfigError, load_config, resolve_api_key
-from coder_agent.errors import AuthRequired, InternalError
+from coder_agent.config import (
+    CliOverrides,
+    Config,
+    ConfigError,
+    load_config,
+    project_config_file,
+    resolve_api_key,
+)
+from coder_agent.errors import AuthRequired, ConfigInvalid
 from coder_agent.model import providers
 from coder_agent.model.base import ModelSettings
 
@@ -26,14 +35,22 @@ class ConfigSource:
     environ: Mapping[str, str] | None = None
     user_config_path: Path | None = None
 
-    def load(self, cwd: Path | None) -> Config:
-        """The config for a session in `cwd` (None: without a project file)."""
+    def load(self, cwd: Path | None) -> tuple[Config, list[str]]:
+        """The config for a session in `cwd` (None: without a project file), and problems to tell the user."""
         try:
-            return load_config(
-                cwd, self.cli, dict(self.environ) if self.environ is not None else None, self.user_config_path
-            )
+            return self._load(cwd), []
         except ConfigError as exc:
-            raise InternalError(str(exc)) from None
+            if cwd is None or exc.source != str(project_config_file(cwd)):
+                raise ConfigInvalid(str(exc), {"source": exc.source}) from None
+            problem = f"The project config was left out: {exc}"
+        try:
+            return self._load(None), [problem]
+        except ConfigError as exc:
+            raise ConfigInvalid(str(exc), {"source": exc.source}) from None
+
+    def _load(self, cwd: Path | None) -> Config:
+        environ = dict(self.environ) if self.environ is not None else None
+        return load_config(cwd, self.cli, environ, self.user_config_path)
 
     def model_settings(self, config: Config) -> ModelSettings:
         """The model settings for `config`, or AuthRequired naming what to set."""

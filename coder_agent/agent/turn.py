@@ -46,6 +46,7 @@ from coder_agent.protocol.schema import (
     StopReason,
     UsageUpdate,
 )
+from coder_agent.session.history import answer_pending_calls
 from coder_agent.session.options import config_options
 from coder_agent.session.session import Session
 from coder_agent.tools.base import ToolResult, ToolSet, TurnCancelled
@@ -279,20 +280,7 @@ class Turn:
         if self.streamed:
             self.history.append({"role": "assistant", "content": "".join(self.streamed) + "\n[interrupted]"})
             self.streamed.clear()
-        answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
-        for index in range(len(self.history) - 1, -1, -1):
-            message = self.history[index]
-            if message.get("role") == "assistant" and message.get("tool_calls"):
-                missing = [c["id"] for c in message["tool_calls"] if c["id"] not in answered]
-                position = index + 1
-                while position < len(self.history) and self.history[position].get("role") == "tool":
-                    position += 1
-                for call_id in missing:
-                    self.history.insert(
-                        position, {"role": "tool", "tool_call_id": call_id, "content": CANCELLED_TOOL_RESULT}
-                    )
-                    position += 1
-                break
+        answer_pending_calls(self.history, CANCELLED_TOOL_RESULT)
 
 
 def _text_part(text: str) -> dict[str, Any]:

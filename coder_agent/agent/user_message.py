@@ -1,4 +1,8 @@
-"""ACP prompt content blocks → the user message for the model (OpenAI-style content parts)."""
+"""ACP prompt content blocks → the user message for the model (OpenAI-style content parts).
+
+Text and resource links are one run of prose (editors split "look at @foo.rs please" into three blocks),
+so they join without separators; attached file contents and images are parts of their own.
+"""
 
 from __future__ import annotations
 
@@ -31,10 +35,9 @@ def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> U
     notes: list[str] = []
     for block in blocks:
         if isinstance(block, TextContent):
-            parts.append(_text(block.text))
+            _inline(parts, block.text)
         elif isinstance(block, ResourceLink):
-            label = block.title or block.name
-            parts.append(_text(f"[Attached: {label}]({block.uri})"))
+            _inline(parts, f"[{block.title or block.name}]({block.uri})")
         elif isinstance(block, EmbeddedResource):
             resource = block.resource
             if isinstance(resource, BlobResourceContents):
@@ -49,11 +52,21 @@ def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> U
             _image(parts, notes, block.data, block.mime_type, images)
         elif isinstance(block, AudioContent):
             notes.append("Audio is not supported; the audio attachment was left out.")
+    for part in parts:
+        part.pop("inline", None)
     if all(part["type"] == "text" for part in parts):
         content: Any = "\n\n".join(part["text"] for part in parts)
     else:
         content = parts
     return UserMessage({"role": "user", "content": content}, notes)
+
+
+def _inline(parts: list[dict[str, Any]], text: str) -> None:
+    """Continue the run of prose the last part started, or start one."""
+    if parts and parts[-1].get("inline"):
+        parts[-1]["text"] += text
+    else:
+        parts.append({**_text(text), "inline": True})
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ The connection owns: framing (one JSON object per line), request ids and the cor
 responses with our requests, one task per incoming request (so requests run concurrently), the peer's
 `$/cancel_request`, timeouts on our own requests, and THE mapping from exceptions to wire errors:
 `RpcError` keeps its code, a pydantic `ValidationError` becomes -32602 naming the bad fields (never their
-values), anything else becomes -32603 with the traceback in the log only.
+values), anything else becomes -32603 with the traceback in the log only. Text is made safe where it enters:
+a lone UTF-16 surrogate (`\ud800`, which no UTF-8 encoder accepts) becomes U+FFFD, and a message nested
+deeper than `MAX_DEPTH` is refused (-32602 for a request, dropped for a notification).
 
 It knows nothing of ACP: methods are strings, params and results are plain JSON values, and the
 `Dispatcher` decides what a method means. Notifications from the peer are handled in arrival order,
@@ -17,6 +19,7 @@ import itertools
 import json
 import logging
 import math
+import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +46,10 @@ RequestId = int | str | None
 CANCEL_REQUEST = "$/cancel_request"
 DEFAULT_REQUEST_TIMEOUT = 60.0
 _LOG_FRAME_CHARS = 2000
+MAX_DEPTH = 128
+"""How deeply a message's JSON may nest; ACP's deepest objects are a handful of levels."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Dispatcher(Protocol):
@@ -87,6 +94,25 @@ def as_invalid_params(exc: Exception) -> InvalidParams | None:
         problems.append({"field": where, "message": error["msg"]})
     text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return InvalidParams(f"Invalid params: {text}", {"errors": problems})
+
+
+def _clean(message: Any, fix_surrogates: bool) -> bool:
+    """Replace lone surrogates in every string (in place); False if the message nests deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(message, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in list(items):
+            if isinstance(value, dict | list):
+                stack.append((value, depth + 1))
+            elif fix_surrogates and isinstance(value, str):
+                node[key] = _LONE_SURROGATE.sub("\ufffd", value)
+        if fix_surrogates and isinstance(node, dict):
+            for key in [k for k in node if _LONE_SURROGATE.search(k)]:
+                node[_LONE_SURROGATE.sub("\ufffd", key)] = node.pop(key)
+    return True
 
 
 def _valid_id(value: Any) -> bool:
@@ -199,6 +225,9 @@ class Connection:
         if isinstance(message, list):
             await self._send_error(None, InvalidRequest("Invalid request: batches are not supported"))
             return
+        if not _clean(message, fix_surrogates=_SURROGATE_ESCAPE.search(frame) is not None):
+            await self._too_deep(message)
+            return
         if not isinstance(message, dict):
             await self._send_error(None, InvalidRequest("Invalid request: a message must be a JSON object"))
             return
@@ -209,6 +238,21 @@ class Connection:
         else:
             request_id = message.get("id")
             await self._send_error(request_id if _valid_id(request_id) else None, InvalidRequest())
+
+    async def _too_deep(self, message: Any) -> None:
+        """A message nested past MAX_DEPTH: refuse a request, fail our request it answers, drop a notification."""
+        problem = f"Invalid params: nested more than {MAX_DEPTH} levels"
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not _valid_id(message_id):
+            log.warning("dropped a message nested more than %d levels", MAX_DEPTH)
+        elif "method" in message and "id" in message:
+            await self._send_error(message_id, InvalidParams(problem))
+        elif "method" not in message and isinstance(message_id, int) and message_id in self._outgoing:
+            self._on_response(
+                {"id": message_id, "error": {"code": -32602, "message": f"The client's answer: {problem}"}}
+            )
+        else:
+            log.warning("dropped a message nested more than %d levels", MAX_DEPTH)
 
     async def _on_call(self, message: dict[str, Any]) -> None:
         method = message["method"]

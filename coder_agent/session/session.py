@@ -26,6 +26,7 @@ from coder_agent.config import Config
 from coder_agent.permissions import MODES, PermissionPolicy, Rule
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
+from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
 from coder_agent.session.saver import Saver
 from coder_agent.store import SessionRecord, utc_now
 
@@ -78,6 +79,8 @@ class Session:
     """Their prompts, offered as slash commands."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close with the session (MCP servers)."""
+    notices: list[str] = field(default_factory=list)
+    """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -161,11 +164,17 @@ class Session:
         )
 
     def restore(self, record: SessionRecord) -> None:
-        """Take back a stored conversation and its settings (into a freshly opened session)."""
+        """Take back a stored conversation and its settings (into a freshly opened session).
+
+        A session saved mid-call (its agent was killed) comes back valid: the interrupted calls get a
+        result saying so, and are replayed as failed.
+        """
         self.title = record.title
         self.created_at = record.created_at
         self.conversation = Conversation(list(record.messages), record.cost, record.context_tokens)
         self.events = list(record.events)
+        if answer_pending_calls(self.conversation.messages, INTERRUPTED_RESULT) + fail_open_calls(self.events):
+            log.info("session %s: repaired tool calls interrupted when it was last saved", self.id)
         updates: dict[str, Any] = {"reasoning_effort": record.reasoning_effort}
         if record.model:
             updates["model"] = record.model

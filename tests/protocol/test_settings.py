@@ -35,11 +35,11 @@ async def test_missing_model_or_key_is_auth_required_naming_the_variable(tmp_pat
 
 async def test_invalid_config_names_the_file_and_field(tmp_path: Path, fake_llm: FakeLLM) -> None:
     work = tmp_path / "work"
-    (work / ".coder-agent").mkdir(parents=True)
-    (work / ".coder-agent" / "config.toml").write_text("temperature = 9\n")
-    async with in_process_agent(AgentRunner, source=make_source(tmp_path, fake_llm)) as client:
+    work.mkdir()
+    async with in_process_agent(AgentRunner, source=make_source(tmp_path, fake_llm, temperature=9)) as client:
         await client.initialize()
         with pytest.raises(RpcFailure) as failure:
             await client.new_session(str(work))
-    assert "config.toml" in failure.value.message
+    assert failure.value.code == -32001, "a config problem is not an internal error"
+    assert "test-config.toml" in failure.value.message
     assert "temperature" in failure.value.message

@@ -37,11 +37,13 @@ async def scripted_agent(
     capabilities: dict[str, Any] | None = None,
     store: SessionStore | None = None,
     editor: bool = False,
+    open_session: bool = True,
     **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, str, FakeEditor | None]]:
     """An initialized agent with one session in `tmp_path/work`; yields the client, session id and editor.
 
-    With `editor`, a fake editor serves fs and terminals on the work folder.
+    With `editor`, a fake editor serves fs and terminals on the work folder; with `open_session=False` no
+    session is opened (the id is "").
     """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -51,7 +53,7 @@ async def scripted_agent(
         try:
             caps = capabilities if capabilities is not None else fake_editor.capabilities() if fake_editor else None
             await client.initialize(caps)
-            session_id = await client.new_session(str(work))
+            session_id = await client.new_session(str(work)) if open_session else ""
             yield client, session_id, fake_editor
         finally:
             if fake_editor is not None:

@@ -1,0 +1,151 @@
+"""Interop and bad input, as other people's clients and an adversarial run met them (issue 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
+from coder_agent.store import SessionStore
+from tests.support.acp_client import RpcFailure
+from tests.support.scripted_agent import scripted_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def reopen_params(session: str, work: Path) -> dict[str, Any]:
+    return {"sessionId": session, "cwd": str(work), "mcpServers": []}
+
+
+@pytest.mark.parametrize("method", ["session/resume", "session/load"])
+async def test_a_session_never_prompted_can_be_reopened_by_a_new_agent(tmp_path: Path, method: str) -> None:
+    store = SessionStore(tmp_path / "store")
+    async with scripted_agent(tmp_path, ScriptedModel(), store=store) as (client, session, _):
+        pass
+    model = ScriptedModel([Reply("hello again")])
+    async with scripted_agent(tmp_path, model, store=store, open_session=False) as (client, _, _):
+        await client.request(method, reopen_params(session, tmp_path / "work"))
+        assert await client.prompt(session, "hi") == "end_turn"
+    assert client.agent_text(session) == "hello again"
+
+
+async def test_mode_and_options_changed_after_the_last_prompt_survive_a_restart(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    async with scripted_agent(tmp_path, ScriptedModel([Reply("ok")]), store=store) as (client, session, _):
+        await client.prompt(session, "hi")
+        await client.request("session/set_mode", {"sessionId": session, "modeId": "read-only"})
+        await client.request(
+            "session/set_config_option", {"sessionId": session, "configId": "reasoning_effort", "value": "high"}
+        )
+    async with scripted_agent(tmp_path, ScriptedModel(), store=store, open_session=False) as (client, _, _):
+        result = await client.request("session/resume", reopen_params(session, tmp_path / "work"))
+    assert result["modes"]["currentModeId"] == "read-only"
+    effort = next(o for o in result["configOptions"] if o["id"] == "reasoning_effort")
+    assert effort["currentValue"] == "high"
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+async def test_a_cwd_that_is_not_a_folder_is_invalid_params(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "nothing-here"
+    if kind == "file":
+        target.write_text("x")
+    async with scripted_agent(tmp_path, ScriptedModel(), open_session=False) as (client, _, _):
+        with pytest.raises(RpcFailure) as failure:
+            await client.new_session(str(target))
+    assert failure.value.code == -32602
+    assert "cwd" in failure.value.message
+
+
+async def test_resource_links_do_not_break_the_prompt_text(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model) as (client, session, _):
+        prompt = [
+            {"type": "text", "text": "Look at "},
+            {"type": "resource_link", "uri": "file:///w/foo.rs", "name": "foo.rs"},
+            {"type": "text", "text": " and fix it."},
+        ]
+        await client.request("session/prompt", {"sessionId": session, "prompt": prompt})
+    text = model.last_request.messages[-1]["content"]
+    assert isinstance(text, str)
+    assert "\n" not in text, text
+    assert text.startswith("Look at ") and text.endswith(" and fix it.")
+    assert "foo.rs" in text
+
+
+async def test_a_lone_surrogate_in_a_prompt_does_not_break_the_session(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    model = ScriptedModel([Reply("first"), Reply("second")])
+    async with scripted_agent(tmp_path, model, store=store) as (client, session, _):
+        await client.send_raw(
+            b'{"jsonrpc":"2.0","id":"s1","method":"session/prompt","params":{"sessionId":"'
+            + session.encode()
+            + b'","prompt":[{"type":"text","text":"bad \\ud800 text"}]}}\n'
+        )
+        answer = await client.next_stray()
+        assert answer["result"]["stopReason"] == "end_turn"
+        assert await client.prompt(session, "next") == "end_turn"
+    first_prompt = model.requests[0].messages[-1]["content"]
+    assert first_prompt == "bad \ufffd text"
+    json.dumps(model.last_request.messages).encode("utf-8")
+    record = store.load(session)
+    assert record.messages[0]["content"] == "bad \ufffd text"
+    assert "could not be saved" not in client.agent_text(session)
+
+
+async def test_deeply_nested_meta_is_invalid_params(tmp_path: Path) -> None:
+    async with scripted_agent(tmp_path, ScriptedModel(), open_session=False) as (client, _, _):
+        meta: dict[str, Any] = {}
+        for _ in range(400):
+            meta = {"x": meta}
+        with pytest.raises(RpcFailure) as failure:
+            await client.request(
+                "session/new", {"cwd": str(tmp_path / "work"), "mcpServers": [], "_meta": meta}, strict=False
+            )
+    assert failure.value.code == -32602
+
+
+async def test_a_history_cut_by_a_kill_is_repaired_on_load(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    async with scripted_agent(tmp_path, ScriptedModel([Reply("ok")]), store=store) as (client, session, _):
+        await client.prompt(session, "hi")
+    record = store.load(session)
+    call = {"id": "call_1", "type": "function", "function": {"name": "run_command", "arguments": '{"command":"x"}'}}
+    record.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    record.events.append(
+        {"sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "x", "kind": "execute", "status": "in_progress"}
+    )
+    store.save(record)
+    model = ScriptedModel([Reply("recovered")])
+    async with scripted_agent(tmp_path, model, store=store, open_session=False) as (client, _, _):
+        await client.request("session/load", reopen_params(session, tmp_path / "work"))
+        replayed = [u for u in client.session_updates(session, "tool_call") if u["toolCallId"] == "call_1"]
+        assert replayed[0]["status"] == "failed"
+        assert await client.prompt(session, "go on") == "end_turn"
+    messages = model.last_request.messages
+    tool = next(m for m in messages if m.get("role") == "tool")
+    assert tool["tool_call_id"] == "call_1"
+    assert "interrupted" in tool["content"]
+    assert messages.index(tool) == next(i for i, m in enumerate(messages) if m.get("tool_calls")) + 1
+
+
+async def test_an_invalid_project_config_opens_the_session_and_says_what_was_wrong(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / ".coder-agent").mkdir(parents=True)
+    (work / ".coder-agent" / "config.toml").write_text("temperature = 9\n")
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model) as (client, session, _):
+        await client.wait_for(lambda: "config.toml" in client.agent_text(session))
+        notice = client.agent_text(session)
+        assert "temperature" in notice
+        assert await client.prompt(session, "hi") == "end_turn"
+
+
+async def test_a_tool_call_then_a_result_in_one_turn_sends_no_empty_update(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(calls=[Call("update_plan", {"entries": []})]), Reply("done")])
+    async with scripted_agent(tmp_path, model) as (client, session, _):
+        await client.prompt(session, "plan")
+    for update in client.session_updates(session, "tool_call_update"):
+        assert set(update) - {"sessionUpdate", "toolCallId"}, f"an update that changes nothing: {update}"
