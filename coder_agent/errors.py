@@ -9,6 +9,7 @@
     ├── AuthRequired              -32000  no usable model credentials
     ├── ConfigInvalid             -32001  the config (a file, a variable, a flag, the model string) needs fixing
     ├── ResourceNotFound          -32002  e.g. an unknown sessionId
+    ├── ModelUnavailable          -32003  the model call failed for good (unreachable server, provider error)
     ├── RequestCancelled          -32800  a request cancelled by `$/cancel_request` or shutdown
     └── ClientError               the client answered one of our requests with an error
         └── ClientTimeout         the client did not answer one of our requests in time
@@ -80,6 +81,13 @@ class ConfigInvalid(RpcError):
 class ResourceNotFound(RpcError):
     code = -32002
     default_message = "Resource not found"
+
+
+class ModelUnavailable(RpcError):
+    """The model could not answer (after any retries); the message is one sentence for the user, with the fix."""
+
+    code = -32003
+    default_message = "The model call failed"
 
 
 class RequestCancelled(RpcError):

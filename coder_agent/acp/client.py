@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import (
+    AgentMessageChunk,
     ClientCapabilities,
     CreateTerminalResponse,
+    NoticeSeverity,
+    NoticeUpdate,
     PermissionOption,
     PermissionOutcome,
     ReadTextFileResponse,
@@ -66,6 +70,20 @@ class AcpClient:
     def supports_compaction_updates(self) -> bool:
         session = self.capabilities.session
         return session is not None and session.compaction is not None
+
+    @property
+    def supports_notices(self) -> bool:
+        session = self.capabilities.session
+        return session is not None and session.notices is not None
+
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        """Tell the user something live (a retry, a server that failed): a `notice` where the client shows
+        them, otherwise a short agent message. Neither is replayed by `session/load`."""
+        if self.supports_notices:
+            await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
+            return
+        text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
+        await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""

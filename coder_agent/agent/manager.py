@@ -102,14 +102,13 @@ class SessionManager:
             session.mcp_prompts = await hub.list_prompts()
         await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
         if hub is not None:
-            failed = [status for status in hub.statuses() if status.state == "failed"]
-            if failed:
-                lines = "\n".join(f"- **{status.name}**: {status.error}" for status in failed)
-                session.notices.append(f"Some MCP servers could not be started; their tools are missing:\n\n{lines}")
+            for status in hub.statuses():
+                if status.state == "failed":
+                    title = f"The MCP server {status.name} could not be started; its tools are missing"
+                    session.notices.append((title, status.error or ""))
         notices, session.notices = session.notices, []
-        for notice in notices:
-            text = f"{notice}\n\n"
-            await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+        for title, description in notices:
+            await session.client.notice("warning", title, description or None)
 
     async def authenticate(self) -> None:
         """Check the credentials again (from the config without a project file)."""
@@ -136,7 +135,7 @@ class SessionManager:
             permissions=_policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
             tasks=self.tasks,
-            notices=problems,
+            notices=[("The project config was left out", problem) for problem in problems],
         )
         try:
             if mcp_servers:

@@ -42,7 +42,7 @@ class ConfigSource:
         except ConfigError as exc:
             if cwd is None or exc.source != str(project_config_file(cwd)):
                 raise ConfigInvalid(str(exc), {"source": exc.source}) from None
-            problem = f"The project config was left out: {exc}"
+            problem = str(exc)
         try:
             return self._load(None), [problem]
         except ConfigError as exc:

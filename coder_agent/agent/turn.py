@@ -23,7 +23,7 @@ from coder_agent.agent import workspace
 from coder_agent.agent.compaction import compact
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
-from coder_agent.errors import AuthRequired
+from coder_agent.errors import AuthRequired, ModelUnavailable
 from coder_agent.model.base import (
     ContextWindowExceeded,
     Message,
@@ -121,8 +121,7 @@ class Turn:
             except ModelAuthError as exc:
                 raise AuthRequired(f"The model provider rejected the credentials: {exc}") from None
             except ModelError as exc:
-                await self.say(f"\n\n**The model call failed:** {exc}\n")
-                return "end_turn"
+                raise ModelUnavailable(f"The model call failed: {exc}") from None
             compacted_for_overflow = False
             self.history.append(turn.message)
             await self.report_usage(turn)
@@ -176,7 +175,7 @@ class Turn:
         await self.client.update(AgentThoughtChunk(content=TextContent(text=text)))
 
     async def on_retry(self, note: str) -> None:
-        await self.client.update(AgentThoughtChunk(content=TextContent(text=f"\n{note}\n")))
+        await self.client.notice("warning", "The model call failed; retrying", note)
 
     async def say(self, text: str) -> None:
         """A message from the agent itself (not the model); shown, and not added to the history."""

@@ -15,6 +15,8 @@ import datetime
 import logging
 import os
 import random
+import re
+import socket
 import threading
 import uuid
 from collections.abc import Sequence
@@ -78,6 +80,12 @@ def start_background_import() -> None:
         threading.Thread(target=_import_litellm, name="litellm-import", daemon=True).start()
 
 
+def wait_for_import(timeout: float) -> bool:
+    """Block until litellm has loaded (starting the import if needed); False if it is still loading."""
+    start_background_import()
+    return _import_done.wait(timeout)
+
+
 async def load_litellm() -> ModuleType:
     """The litellm module, waiting for the background import if it is still running."""
     start_background_import()
@@ -125,7 +133,7 @@ class LitellmModel:
             except (ModelError, _Retryable) as exc:
                 failure = exc
             except Exception as exc:
-                failure = _translate(litellm, exc)
+                failure = _translate(litellm, exc, self.settings)
             if progress.shown:
                 partial = _partial_turn("".join(progress.text))
                 raise StreamCut(f"The model's answer was cut off: {failure}", partial) from failure
@@ -326,19 +334,48 @@ def _retry_after(exc: Exception) -> float | None:
     return max(0.0, (when - datetime.datetime.now(when.tzinfo)).total_seconds())
 
 
+_PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)(?::| -) )+")
+_SSL_CONTEXT = re.compile(r" ssl:<[^>]*>")
+
+
 def _words(exc: Exception) -> str:
-    """The provider's message, without litellm's class-name prefixes."""
-    message = str(getattr(exc, "message", "") or exc)
-    for prefix in ("litellm.", "Litellm"):
-        if message.startswith(prefix) and ": " in message:
-            message = message.split(": ", 1)[1]
+    """The provider's message, without litellm's class-name prefixes and object reprs."""
+    message = _SSL_CONTEXT.sub("", str(getattr(exc, "message", "") or exc))
+    message = _PREFIXES.sub("", message).strip() or type(exc).__name__
     status = getattr(exc, "status_code", None)
     return f"{message} (HTTP {status})" if isinstance(status, int) else message
 
 
-def _translate(litellm: ModuleType, exc: Exception) -> Exception:
+def _unreachable(exc: BaseException) -> str | None:
+    """Why the server could not be reached at all (refused, unknown host), from the exception's causes."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for candidate in (current, getattr(current, "os_error", None)):
+            if isinstance(candidate, ConnectionRefusedError):
+                return "connection refused"
+            if isinstance(candidate, socket.gaierror):
+                return "its host name does not resolve"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _unreachable_message(settings: ModelSettings, reason: str) -> str:
+    if settings.api_base:
+        return (
+            f"The model server at {settings.api_base} is not reachable ({reason}). Start it, or point "
+            "CODER_AGENT_API_BASE (or `api_base` in the config) at the right URL."
+        )
+    return f"The provider of {settings.model} is not reachable ({reason}). Check the network connection."
+
+
+def _translate(litellm: ModuleType, exc: Exception, settings: ModelSettings) -> Exception:
     """A litellm exception as ContextWindowExceeded, ModelAuthError, _Retryable or ModelError."""
     errors = litellm.exceptions
+    unreachable = _unreachable(exc)
+    if unreachable is not None:
+        return ModelError(_unreachable_message(settings, unreachable))
     words = _words(exc)
     if isinstance(exc, errors.ContextWindowExceededError):
         return ContextWindowExceeded(words)

@@ -342,6 +342,18 @@ class CompactionUpdate(AcpModel):
     error: str | None = None
 
 
+class NoticeUpdate(AcpModel):
+    """A live notice for the user (never replayed); only for clients that advertise `session.notices`."""
+
+    session_update: Literal["notice"] = "notice"
+    severity: Literal["info", "warning", "error"]
+    title: str = Field(min_length=1)
+    description: str | None = None
+
+
+NoticeSeverity = Literal["info", "warning", "error"]
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -355,6 +367,7 @@ SessionUpdate = (
     | SessionInfoUpdate
     | UsageUpdate
     | CompactionUpdate
+    | NoticeUpdate
 )
 
 # ---- agent -> client ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from coder_agent.protocol.schema import (
+    NoticeSeverity,
     PermissionOption,
     PermissionOutcome,
     SessionUpdate,
@@ -41,6 +42,10 @@ class ClientBridge(Protocol):
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one `session/update`; `live_only` ones are not replayed by `session/load`."""
+        ...
+
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        """Tell the user something live (a retry, a server that failed); never replayed."""
         ...
 
     async def read_text_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str: ...

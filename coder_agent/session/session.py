@@ -79,7 +79,7 @@ class Session:
     """Their prompts, offered as slash commands."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close with the session (MCP servers)."""
-    notices: list[str] = field(default_factory=list)
+    notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None

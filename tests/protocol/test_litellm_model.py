@@ -3,10 +3,12 @@ retries, cut and silent streams, and how provider errors reach the loop. The loo
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
+from tests.support.acp_client import RpcFailure
 from tests.support.fake_llm import FakeLLM, Fault, Reply
 from tests.support.llm_agent import llm_agent
 
@@ -35,21 +37,35 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
     assert fake_llm.recorded[-1].bearer == "sk-test"
 
 
-async def test_retries_429_with_retry_after_and_500(tmp_path: Path, fake_llm: FakeLLM) -> None:
+@pytest.mark.parametrize("notices", [True, False])
+async def test_retries_429_with_retry_after_and_500(tmp_path: Path, fake_llm: FakeLLM, notices: bool) -> None:
     fake_llm.script([Fault.status(429, retry_after=0), Fault.status(500, retry_after=0), Reply("Recovered.")])
-    async with llm_agent(tmp_path, fake_llm) as (client, session):
+    capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+    if notices:
+        capabilities["session"] = {"notices": {}}
+    async with llm_agent(tmp_path, fake_llm, capabilities=capabilities) as (client, session):
         assert await client.prompt(session, "go") == "end_turn"
-    assert client.agent_text(session) == "Recovered."
-    notes = "".join(u["content"]["text"] for u in client.session_updates(session, "agent_thought_chunk"))
-    assert notes.count("Retrying") == 2
+    assert not client.session_updates(session, "agent_thought_chunk"), "retries are never shown as thoughts"
+    if notices:
+        assert client.agent_text(session) == "Recovered."
+        retries = client.session_updates(session, "notice")
+        assert [n["severity"] for n in retries] == ["warning", "warning"]
+        assert all("Retrying in 0 s" in n["description"] for n in retries)
+    else:
+        text = client.agent_text(session)
+        assert text.count("Retrying in 0 s") == 2
+        assert text.endswith("Recovered.")
     assert len(fake_llm.requests) == 3
 
 
 async def test_gives_up_with_the_providers_words_and_keeps_the_history(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Fault.status(500, message="upstream exploded", retry_after=0)] * 3 + [Reply("Back.")])
     async with llm_agent(tmp_path, fake_llm, retries=2) as (client, session):
-        assert await client.prompt(session, "first") == "end_turn"
-        assert "upstream exploded" in client.agent_text(session)
+        with pytest.raises(RpcFailure) as failure:
+            await client.prompt(session, "first")
+        assert failure.value.code == -32003, "a model failure is not an internal error"
+        assert "upstream exploded" in failure.value.message
+        assert "litellm" not in failure.value.message
         assert await client.prompt(session, "second") == "end_turn"
     assert [m["content"] for m in fake_llm.last_request["messages"][1:]] == ["first", "second"]
 
@@ -57,16 +73,35 @@ async def test_gives_up_with_the_providers_words_and_keeps_the_history(tmp_path:
 async def test_non_retryable_errors_are_shown_at_once(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.add(Fault.status(400, message="model does not exist"))
     async with llm_agent(tmp_path, fake_llm) as (client, session):
-        assert await client.prompt(session, "go") == "end_turn"
-    assert "model does not exist" in client.agent_text(session)
+        with pytest.raises(RpcFailure) as failure:
+            await client.prompt(session, "go")
+    assert "model does not exist" in failure.value.message
     assert len(fake_llm.requests) == 1
+
+
+async def test_an_unreachable_server_is_said_in_one_sentence_without_retries(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    base = f"http://127.0.0.1:{port}/v1"
+    async with llm_agent(tmp_path, fake_llm, api_base=base) as (client, session):
+        with pytest.raises(RpcFailure) as failure:
+            await client.prompt(session, "go")
+    assert failure.value.code == -32003
+    assert f"The model server at {base} is not reachable (connection refused)" in failure.value.message
+    assert "CODER_AGENT_API_BASE" in failure.value.message
+    assert "ssl:" not in failure.value.message
+    assert not client.session_updates(session, "agent_thought_chunk")
+    assert "Retrying" not in client.agent_text(session), "connection refused is not retried"
 
 
 async def test_a_cut_before_any_text_is_retried(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Fault.cut(1, Reply("never shown")), Reply("Second try.")])
     async with llm_agent(tmp_path, fake_llm) as (client, session):
         assert await client.prompt(session, "go") == "end_turn"
-    assert client.agent_text(session) == "Second try."
+    assert client.agent_text(session).endswith("Second try.")
+    assert "retrying" in client.agent_text(session), "a retry is said, briefly"
 
 
 async def test_a_cut_after_text_stops_cleanly_without_repeating(tmp_path: Path, fake_llm: FakeLLM) -> None:
@@ -87,7 +122,7 @@ async def test_a_silent_stream_times_out_and_is_retried(tmp_path: Path, fake_llm
     fake_llm.script([Fault.stall(30), Reply("Awake.")])
     async with llm_agent(tmp_path, fake_llm, idle_timeout=0.5) as (client, session):
         assert await client.prompt(session, "go") == "end_turn"
-    assert client.agent_text(session) == "Awake."
+    assert client.agent_text(session).endswith("Awake.")
 
 
 async def test_context_window_exceeded_compacts_and_retries(tmp_path: Path, fake_llm: FakeLLM) -> None:

@@ -640,6 +640,10 @@ class FakeLLM:
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
-    """A started :class:`FakeLLM`, stopped after the test."""
+    """A started :class:`FakeLLM`, stopped after the test; litellm is loaded first (once per run), so a test's
+    first prompt does not spend its time budget on the import."""
+    from coder_agent.model.litellm_model import wait_for_import
+
+    wait_for_import(120)
     with FakeLLM() as llm:
         yield llm

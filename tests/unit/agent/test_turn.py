@@ -9,6 +9,7 @@ import pytest
 
 from coder_agent.model.base import ContextWindowExceeded, ModelError, ModelTurn, StreamCut, Usage
 from coder_agent.model.scripted import Call, Reply, Request, ScriptedModel
+from tests.support.acp_client import RpcFailure
 from tests.support.scripted_agent import scripted_agent
 
 pytestmark = pytest.mark.anyio
@@ -100,11 +101,13 @@ async def test_doom_loop_guard_stops_identical_repeats(tmp_path: Path) -> None:
     assert "same `probe` call" in client.agent_text(session)
 
 
-async def test_a_failed_call_shows_the_words_and_keeps_the_history(tmp_path: Path) -> None:
+async def test_a_failed_call_is_an_error_with_the_words_and_keeps_the_history(tmp_path: Path) -> None:
     model = ScriptedModel([ModelError("upstream exploded"), Reply("Back.")])
     async with scripted_agent(tmp_path, model) as (client, session, _):
-        assert await client.prompt(session, "first") == "end_turn"
-        assert "upstream exploded" in client.agent_text(session)
+        with pytest.raises(RpcFailure) as failure:
+            await client.prompt(session, "first")
+        assert failure.value.code == -32003
+        assert "upstream exploded" in failure.value.message
         assert await client.prompt(session, "second") == "end_turn"
     assert contents(model.last_request) == ["first", "second"]
 
