@@ -116,7 +116,7 @@ async def test_a_failing_server_is_reported_and_the_others_work(tmp_path: Path, 
         ]
         result = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
         session = result["sessionId"]
-        await client.wait_for(lambda: "could not be started" in client.agent_text(session))
+        await client.wait_for(lambda: client.agent_text(session).count("could not be started") == 2)
         notice = client.agent_text(session)
         assert "server missing could not" in notice and "server dies could not" in notice
         assert "server ok " not in notice and "server slow " not in notice
