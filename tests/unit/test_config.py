@@ -397,7 +397,7 @@ def test_key_not_in_repr(user_file: Path) -> None:
 
 def test_example_loads_cleanly_and_matches_defaults(user_file: Path) -> None:
     config = load(user_file, cli=CliOverrides(config_file=EXAMPLE))
-    assert config == Config()  # the example's uncommented values are the real defaults
+    assert config == Config()  # as shipped, the example sets nothing
 
 
 def _field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -436,6 +436,59 @@ def test_example_commented_values_are_valid() -> None:
             Config.model_validate(data, strict=True)
             checked += 1
     assert checked >= 10
+
+
+_EXAMPLE_LINE = re.compile(r"^# ([a-z_]+) = ")
+
+
+def _example_lines(text: str) -> list[tuple[int, str | None, str]]:
+    """(line index, section or None, key) of each commented-out `# key = value` line of the example."""
+    found = []
+    section: str | None = None
+    for index, line in enumerate(text.splitlines()):
+        if header := re.match(r"^\[([a-z_]+)\]", line):
+            section = header.group(1)
+        elif match := _EXAMPLE_LINE.match(line):
+            found.append((index, section, match.group(1)))
+    return found
+
+
+def test_example_sets_nothing_but_section_headers() -> None:
+    """A live setting next to its commented examples is the trap: uncommenting one gives a duplicate key."""
+    for number, line in enumerate(EXAMPLE.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip() and not line.startswith("#"):
+            assert re.fullmatch(r"\[[a-z_]+\]", line), f"config.example.toml line {number} sets something: {line!r}"
+
+
+def test_each_example_line_uncommented_on_its_own_loads(user_file: Path, tmp_path: Path) -> None:
+    """Uncomment every example line in turn, as a user would, and load the file with the real loader: the value
+    lands in its field, a line marked `# default` changes nothing, and any other line changes something."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    covered: set[str] = set()
+    for index, section, key in _example_lines(text):
+        edited = [*lines]
+        edited[index] = lines[index].removeprefix("# ")
+        path = write(tmp_path / f"line-{index + 1}.toml", "".join(edited))
+        where = f"config.example.toml line {index + 1} uncommented ({edited[index].strip()!r})"
+        try:
+            config = load(user_file, cli=CliOverrides(config_file=path))
+        except ConfigError as exc:
+            pytest.fail(f"{where}: {exc}")
+        field = f"{section}.{key}" if section else key
+        assert config.source_of(field) == str(path), where
+        value = tomllib.loads(edited[index])[key]
+        holder: Any = config if section is None else getattr(config, section)
+        assert (holder[key] if isinstance(holder, dict) else getattr(holder, key)) == value, where
+        if re.search(r"#\s*default\b", edited[index]):
+            assert config == Config(), f"{where}: marked as the default, but it is not"
+        else:
+            assert config != Config(), f"{where}: it sets the default; mark it `# default`"
+        covered.add(field if section != "extra_params" else section)
+        if section is not None:
+            covered.add(section)
+    missing = set(_field_paths(Config)) - covered
+    assert not missing, f"fields with no example line in config.example.toml: {sorted(missing)}"
 
 
 # --- startup-path hygiene ------------------------------------------------------------------------------------------
