@@ -46,6 +46,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.log_level not in LOG_LEVELS:
         parser.error(f"CODER_AGENT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}")
+    for label, value in (("--config", args.config), ("CODER_AGENT_CONFIG", os.environ.get("CODER_AGENT_CONFIG"))):
+        if value and not Path(value).expanduser().is_file():
+            parser.error(f"{label} {value}: no such file")
     return args
 
 

@@ -15,6 +15,8 @@ from coder_agent.agent import commands
 from coder_agent.agent.settings import ConfigSource
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
+from coder_agent.errors import ConfigInvalid
+from coder_agent.model import providers
 from coder_agent.model.base import Model, ModelSettings
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import SessionInfoUpdate, StopReason
@@ -37,7 +39,12 @@ class AgentRunner:
         self._model_factory = model_factory
 
     def check(self, config: Config) -> None:
+        """AuthRequired or ConfigInvalid, naming the fix, unless a turn can run with this config."""
         self.source.model_settings(config)
+        if self._model_factory is None:
+            problem = providers.check_model(config.model or "")
+            if problem is not None:
+                raise ConfigInvalid(problem, {"model": config.model})
 
     def warm(self) -> None:
         if self._model_factory is None:
@@ -54,7 +61,7 @@ class AgentRunner:
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         model = self.make_model(self.source.model_settings(session.config))
-        turn = Turn(session, session.config, model, SessionTools(session), self.source.model_settings)
+        turn = Turn(session, session.config, model, SessionTools(session), self.check)
         for block in prompt:
             record_update(session.events, {"sessionUpdate": "user_message_chunk", "content": block.wire()})
         command = commands.parse(prompt)

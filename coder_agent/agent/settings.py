@@ -60,6 +60,7 @@ class ConfigSource:
                 "(for example anthropic/claude-sonnet-4-5, openai/gpt-4.1, or openai/<name> with "
                 "CODER_AGENT_API_BASE for a self-hosted server), or `model` in a config file."
             )
+
         key = resolve_api_key(config, self.environ)
         if key is None:
             environ = self.environ if self.environ is not None else os.environ

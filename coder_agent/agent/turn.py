@@ -23,14 +23,13 @@ from coder_agent.agent import workspace
 from coder_agent.agent.compaction import compact
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
-from coder_agent.errors import AuthRequired, ModelUnavailable
+from coder_agent.errors import AuthRequired, ModelUnavailable, RpcError
 from coder_agent.model.base import (
     ContextWindowExceeded,
     Message,
     Model,
     ModelAuthError,
     ModelError,
-    ModelSettings,
     ModelTurn,
     StreamCut,
     StreamSink,
@@ -67,11 +66,11 @@ class Turn:
         config: Config,
         model: Model,
         tools: ToolSet,
-        settings: Callable[[Config], ModelSettings],
+        check: Callable[[Config], None],
     ) -> None:
         self.session = session
-        self.settings = settings
-        """Checks a config's model and credentials (for `/model`)."""
+        self.check = check
+        """Raises an RpcError naming the fix unless a config's model and credentials can work (for `/model`)."""
         self.client = session.client
         self.config = config
         self.model = model
@@ -220,8 +219,8 @@ class Turn:
             return f"The model is `{config.model}`. Other configured models:{listed}\n"
         updated = config.model_copy(update={"model": name})
         try:
-            self.settings(updated)
-        except AuthRequired as exc:
+            self.check(updated)
+        except RpcError as exc:
             return f"Cannot switch to `{name}`: {exc.message}\n"
         self.session.config = updated
         await self.client.update(ConfigOptionUpdate(config_options=config_options(self.session)))

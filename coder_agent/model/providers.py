@@ -7,6 +7,18 @@ their problems on the first call, in the provider's words.
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+
+from coder_agent.model.provider_names import PROVIDERS
+
+MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
+EXAMPLES = (
+    "anthropic/claude-sonnet-4-5, openai/gpt-4.1, gemini/gemini-2.5-pro, or openai/<name> for a self-hosted server"
+)
+
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -62,3 +74,34 @@ def child_environ() -> dict[str, str]:
 
     secrets = {"CODER_AGENT_API_KEY", *(name for names in KEY_VARIABLES.values() for name in names)}
     return {name: value for name, value in os.environ.items() if name not in secrets}
+
+
+def check_model(model: str) -> str | None:
+    """None if litellm can route `model`; otherwise what is wrong with it and how to write it."""
+    provider, slash, name = model.partition("/")
+    if slash:
+        if provider not in PROVIDERS:
+            listed = ", ".join(sorted(PROVIDERS))
+            return (
+                f"The model string {model!r} names the provider {provider!r}, which litellm does not know. "
+                f"Write it as provider/model, e.g. {EXAMPLES}. The providers are: {listed}."
+            )
+        if not name.strip():
+            return f"The model string {model!r} names no model after {provider}/; e.g. {EXAMPLES}."
+        return None
+    if provider_of(model) or model in _known_models():
+        return None
+    return f"litellm does not know the model {model!r} without a provider. Write it as provider/model, e.g. {EXAMPLES}."
+
+
+@cache
+def _known_models() -> frozenset[str]:
+    """The model names in litellm's bundled model map, read as a file (importing litellm takes seconds)."""
+    spec = find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_MAP_FILE
+    try:
+        return frozenset(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return frozenset()

@@ -43,3 +43,16 @@ async def test_invalid_config_names_the_file_and_field(tmp_path: Path, fake_llm:
     assert failure.value.code == -32001, "a config problem is not an internal error"
     assert "test-config.toml" in failure.value.message
     assert "temperature" in failure.value.message
+
+
+async def test_a_bad_model_string_is_refused_when_the_session_opens(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    source = make_source(tmp_path, fake_llm, model="antropic/claude-sonnet-4-5")
+    async with in_process_agent(AgentRunner, source=source) as client:
+        await client.initialize()
+        with pytest.raises(RpcFailure) as failure:
+            await client.new_session(str(work))
+    assert failure.value.code == -32001
+    assert "'antropic'" in failure.value.message
+    assert "provider/model" in failure.value.message
