@@ -262,7 +262,7 @@ def mcp_report(session: Session) -> str:
 
 async def run_mcp_prompt(turn: Turn, name: str, arguments: str) -> StopReason:
     """`/mcp:<server>:<prompt> args`: fetch the prompt from its server and send it as the user's message."""
-    from coder_agent.mcp_hub import McpError
+    from coder_agent.mcp.types import McpError
 
     session = turn.session
     server, _, prompt_name = name[len(MCP_PROMPT_PREFIX) :].partition(":")

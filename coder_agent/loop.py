@@ -198,7 +198,8 @@ async def _connect_mcp(session: Session) -> None:
     if session.tasks is None:
         log.warning("session %s: no task group for MCP servers; they are not started", session.id)
         return
-    from coder_agent.mcp_hub import McpHub, McpServerSpec
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpServerSpec
 
     hub = McpHub(task_group=session.tasks, roots=session.roots)
     session.mcp_hub = hub

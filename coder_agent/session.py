@@ -26,7 +26,8 @@ from coder_agent.turn import TurnRunner
 if TYPE_CHECKING:
     from coder_agent.checkpoints import Checkpoints
     from coder_agent.config import Config
-    from coder_agent.mcp_hub import McpHub, McpPromptInfo
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpPromptInfo
     from coder_agent.permissions import PermissionPolicy
     from coder_agent.persistence import Saver
 
