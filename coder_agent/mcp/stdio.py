@@ -8,7 +8,8 @@ is ours with the ACP `env` entries merged over it, so PATH, HOME and the like wo
 keys are left out (`providers.child_environ`).
 
 Closing: stdin closed, `CLOSE_GRACE` to exit, SIGTERM to the process group, as long again, SIGKILL; a server that
-never finished starting gets 0.1 s. So no orphans, even of a server that ignores stdin close or starts children.
+never finished starting gets 0.1 s. So no orphans, even of a server that ignores stdin close or starts children;
+and if the agent itself is killed, the reaper ends the group (see `coder_agent.process`).
 """
 
 from __future__ import annotations
