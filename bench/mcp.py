@@ -1,6 +1,6 @@
 """MCP benchmark: what MCP servers add to `session/new`, and what an MCP tool call costs, in the hub and in the agent.
 
-Part 1, the hub (`coder_agent.mcp_hub.McpHub` driven directly in this process, as the agent drives it: `connect`
+Part 1, the hub (`coder_agent.mcp.hub.McpHub` driven directly in this process, as the agent drives it: `connect`
 then `aclose`, after the `mcp` import has been paid once; reported separately: a session's first connect pays it).
 Figures (median / min / max over --runs runs, after one discarded warm-up):
 
@@ -94,7 +94,8 @@ from acp_bench import (  # noqa: E402
     process_children,
 )
 
-from coder_agent.mcp_hub import McpHub, McpServerSpec  # noqa: E402
+from coder_agent.mcp.hub import McpHub  # noqa: E402
+from coder_agent.mcp.types import McpServerSpec  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.support.fake_llm import FakeLLM

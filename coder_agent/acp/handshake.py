@@ -11,7 +11,7 @@ from typing import Any
 
 from coder_agent import __version__
 from coder_agent.errors import InvalidParams
-from coder_agent.mcp_support import supported_transports
+from coder_agent.mcp.support import supported_transports
 from coder_agent.protocol import PROTOCOL_VERSION
 
 AGENT_INFO = {"name": "coder-agent", "title": "Coder Agent", "version": __version__}

@@ -304,7 +304,7 @@ def mcp_report(session: Session) -> str:
 
 async def run_mcp_prompt(ctx: CommandContext, name: str, arguments: str) -> StopReason:
     """`/mcp:<server>:<prompt> args`: fetch the prompt from its server and send it as the user's message."""
-    from coder_agent.mcp_hub import McpError
+    from coder_agent.mcp.types import McpError
 
     session = ctx.session
     server, _, prompt_name = name[len(MCP_PROMPT_PREFIX) :].partition(":")

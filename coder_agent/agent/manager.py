@@ -239,7 +239,8 @@ def _policy(cwd: Path, config: Config) -> PermissionPolicy:
 
 async def _connect_mcp(session: Session, servers: Sequence[McpServer]) -> None:
     """Start the session's MCP servers, all at once; a server that fails is reported, not fatal."""
-    from coder_agent.mcp_hub import McpHub, McpServerSpec
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpServerSpec
 
     hub = McpHub(task_group=session.tasks, roots=session.roots)
     session.mcp_hub = hub

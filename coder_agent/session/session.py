@@ -31,7 +31,8 @@ from coder_agent.session.saver import Saver
 from coder_agent.store import SessionRecord, utc_now
 
 if TYPE_CHECKING:
-    from coder_agent.mcp_hub import McpHub, McpPromptInfo
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpPromptInfo
 
 log = logging.getLogger(__name__)
 

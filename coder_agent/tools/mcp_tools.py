@@ -18,7 +18,8 @@ from coder_agent.protocol.content import ContentBlock, ContentToolCallContent, T
 from coder_agent.tools.base import Outcome, Prepared, ToolError
 
 if TYPE_CHECKING:
-    from coder_agent.mcp_hub import McpHub, McpTool
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpTool
     from coder_agent.tools.executor import SessionTools
 
 MCP_CALL_TIMEOUT = 300.0
@@ -67,7 +68,7 @@ class McpToolCall:
         return f"{self.tool.server}: {self.tool.title or self.tool.name}"
 
     async def prepare(self, params: dict[str, Any], tools: SessionTools) -> Prepared:
-        from coder_agent.mcp_hub import McpError
+        from coder_agent.mcp.types import McpError
 
         async def run() -> Outcome:
             try:

@@ -9,7 +9,6 @@ always killed. Output for the model is capped, cut in the middle so the start an
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 import anyio
 
 from coder_agent.model.providers import child_environ
+from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.session.bridge import ClientBridge
 
 OUTPUT_BYTE_LIMIT = 1_000_000
@@ -94,14 +94,13 @@ async def run_locally(command: str, cwd: Path, timeout: float) -> CommandResult:
     """Run as a local subprocess in its own process group; the group is killed when the call ends."""
     shell, args = shell_argv(command)
     env = {**child_environ(), **COMMAND_ENV}
-    process = await anyio.open_process(
+    process = await spawn_group(
         [shell, *args],
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
     head = bytearray()
     tail: list[bytes] = []
@@ -134,14 +133,14 @@ async def run_locally(command: str, cwd: Path, timeout: float) -> CommandResult:
                 await process.wait()
             if waiting.cancelled_caught:
                 timed_out = True
-                _signal_group(process.pid, signal.SIGKILL)
+                signal_group(process, signal.SIGKILL)
             # Read what is left, but do not wait on background children that keep the pipe open.
             with anyio.move_on_after(DRAIN_GRACE):
                 await drained.wait()
             task_group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _end_group(process)
+            await stop_group(process, grace=KILL_GRACE)
     code = process.returncode
     signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
     gap = f"\n[… {dropped} bytes of output dropped …]\n".encode() if dropped else b""
@@ -152,19 +151,3 @@ async def run_locally(command: str, cwd: Path, timeout: float) -> CommandResult:
         timed_out=timed_out,
         truncated=bool(dropped),
     )
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-async def _end_group(process: anyio.abc.Process) -> None:
-    """Terminate whatever is left of the process group (children started in the background too)."""
-    _signal_group(process.pid, signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE):
-        await process.wait()
-    _signal_group(process.pid, signal.SIGKILL)
-    with anyio.move_on_after(KILL_GRACE):
-        await process.wait()
-    await process.aclose()

@@ -1,14 +1,19 @@
-"""MCP servers end with the agent: stdin EOF and SIGTERM leave no server process behind."""
+"""Child processes end with the agent: stdin EOF and SIGTERM leave no MCP server behind, and SIGKILL mid-command
+leaves neither the command, nor what it started in the background, nor a stubborn MCP server and its child."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.support.editor import FakeEditor
 from tests.support.fake_llm import FakeLLM, Reply, ToolCall
 from tests.support.spawn import spawned_agent
 
@@ -31,6 +36,13 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def alive(pid: int) -> bool:
@@ -68,3 +80,51 @@ async def test_mcp_servers_end_with_the_agent(tmp_path: Path, fake_llm: FakeLLM,
         while any(alive(pid) for pid in children):
             await anyio.sleep(0.05)
     assert "peeked" in client.agent_text(result["sessionId"])
+
+
+async def test_a_sigkilled_agent_takes_its_command_and_mcp_servers_with_it(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    started = tmp_path / "command.pids"
+    # A local command (the editor has no terminal) that leaves a child in the background and then blocks.
+    command = f"sleep 300 & echo $$ $! > {started}.tmp && mv {started}.tmp {started}; sleep 300"
+    fake_llm.script([Reply(tool_calls=[ToolCall("run_command", {"command": command})]), Reply("never reached")])
+    stubborn = {  # ignores stdin EOF and SIGTERM, and has a child of its own (tests/support/mcp_servers/crashy.py)
+        "name": "stubborn",
+        "command": sys.executable,
+        "args": ["-m", "tests.support.mcp_servers.crashy"],
+        "env": [{"name": "PYTHONPATH", "value": str(ROOT)}, {"name": "CRASHY_STUBBORN", "value": "1"}],
+    }
+    children: list[int] = []
+    try:
+        async with spawned_agent(tmp_path, llm=fake_llm) as agent:
+            client = agent.client
+            editor = FakeEditor(client, root=work, terminal=False)
+            await client.initialize(editor.capabilities())
+            session = await client.new_session(str(work), [stubborn])
+            await client.request("session/set_mode", {"sessionId": session, "modeId": "full-auto"})
+            prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "run it"}]}
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(partial(client.request, "session/prompt", prompt, timeout=120))
+                with anyio.fail_after(60):
+                    while not started.exists():
+                        await anyio.sleep(0.05)
+                shell, background = (int(pid) for pid in started.read_text().split())
+                children = descendants(agent.process.pid)
+                lines = {pid: command_line(pid) for pid in children}
+                assert {shell, background} <= set(children)
+                assert sum("crashy" in line for line in lines.values()) == 1, lines
+                assert sum(line == "sleep 300" for line in lines.values()) == 3, lines  # bg, fg, the server's child
+                agent.process.send_signal(signal.SIGKILL)
+                with anyio.fail_after(10):
+                    await agent.process.wait()
+                task_group.cancel_scope.cancel()
+            await editor.aclose()
+        with anyio.move_on_after(15):
+            while left := {pid: command_line(pid) for pid in children if alive(pid)}:
+                await anyio.sleep(0.05)
+    finally:
+        for pid in children:  # when the test fails, leave nothing running behind it
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert left == {}, f"still running after the agent was killed: {left}"

@@ -1,4 +1,4 @@
-"""Tests for coder_agent.mcp_hub against real MCP servers (tests/support/mcp_servers), over stdio, HTTP and SSE.
+"""Tests for coder_agent.mcp.hub against real MCP servers (tests/support/mcp_servers), over stdio, HTTP and SSE.
 
 Starting an SDK-based server costs ~1 s (the mcp import), so one `basic` server is shared by the read-only tests
 (module-scoped hub); tests that change a server's state or kill it start their own.
@@ -20,18 +20,11 @@ from typing import Any
 import anyio
 import pytest
 
-from coder_agent.mcp_hub import (
-    McpError,
-    McpHub,
-    McpServerSpec,
-    _map_result,
-    qualified_name,
-)
-from coder_agent.mcp_support import supported_transports
+from coder_agent.mcp.hub import McpHub
+from coder_agent.mcp.types import McpError, McpServerSpec
 from tests.support.mcp_servers.basic_http import serve_http
 
 ROOT = Path(__file__).resolve().parents[2]
-NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 def server(name: str, module: str, **env: str) -> McpServerSpec:
@@ -88,58 +81,6 @@ async def basic_hub() -> AsyncIterator[McpHub]:
 
 def tool(hub: McpHub, name: str) -> Any:
     return next(t for t in hub.tools() if t.name == name)
-
-
-# ---- pure functions ------------------------------------------------------------------------------------------
-
-
-def test_qualified_names_are_valid_unique_and_stable() -> None:
-    assert qualified_name("github", "create_issue") == "mcp__github__create_issue"
-    long_server, long_tool = "a-very-long-server-name-" * 3, "and_an_even_longer_tool_name_" * 3
-    names = [
-        qualified_name(long_server, long_tool),
-        qualified_name(long_server, long_tool + "x"),
-        qualified_name("my server", "read.file"),
-        qualified_name("my_server", "read_file"),
-        qualified_name("ünïcode", "tööl"),
-        qualified_name("s", ""),
-    ]
-    for name in names:
-        assert NAME_OK.match(name), name
-    assert len(set(names)) == len(names)
-    assert qualified_name(long_server, long_tool) == names[0]  # stable
-    assert names[0].startswith("mcp__a-very-long-serv__and_an_even")
-
-
-def test_supported_transports_does_not_import_mcp() -> None:
-    assert supported_transports() == {"stdio": True, "http": True, "sse": True}
-
-
-def test_spec_from_acp_models_and_dicts() -> None:
-    from coder_agent.protocol.schema import McpServerHttp, McpServerStdio
-
-    stdio = McpServerStdio.model_validate(
-        {"name": "fs", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "A", "value": "1"}]}
-    )
-    spec = McpServerSpec.from_acp(stdio, cwd="/projects/demo")
-    assert spec == McpServerSpec(
-        name="fs", transport="stdio", command="/bin/fs", args=["-v"], env={"A": "1"}, cwd="/projects/demo"
-    )
-    http = McpServerHttp.model_validate(
-        {"type": "http", "name": "web", "url": "http://h/mcp", "headers": [{"name": "Authorization", "value": "x"}]}
-    )
-    assert McpServerSpec.from_acp(http).headers == {"Authorization": "x"}
-    wire = {"type": "sse", "name": "old", "url": "http://h/sse", "headers": []}
-    assert McpServerSpec.from_acp(wire).transport == "sse"
-
-
-def test_truncation_keeps_the_limit_and_says_so() -> None:
-    raw = {"content": [{"type": "text", "text": "a" * 30}, {"type": "text", "text": "b" * 30}]}
-    result = _map_result(raw, 40)
-    texts = [p["text"] for p in result.content]
-    assert texts[:2] == ["a" * 30, "b" * 10]
-    assert "truncated" in texts[-1] and "60" in texts[-1]
-    assert result.truncated
 
 
 # ---- stdio, shared server ------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """An MCP server that dies on request (`die`), or at start (`CRASHY_AT_START=<exit code>`).
 
-`CRASHY_STUBBORN=1` makes it ignore both the close of its stdin and SIGTERM, and start a grandchild
+`CRASHY_STUBBORN=1` makes it ignore the close of its stdin, broken pipes and SIGTERM, and start a grandchild
 (`sleep`) in its process group, whose pid the tool `grandchild_pid` returns: only a kill of the whole
 group ends them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -40,10 +41,16 @@ def grandchild_pid() -> int:
 
 
 if __name__ == "__main__":
-    if os.environ.get("CRASHY_STUBBORN"):
+    stubborn = bool(os.environ.get("CRASHY_STUBBORN"))
+    if stubborn:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grandchild = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    server.run()
-    if os.environ.get("CRASHY_STUBBORN"):
-        print("crashy: stdin closed, staying alive anyway", file=sys.stderr, flush=True)
+    try:
+        server.run()
+    except Exception:  # e.g. its client died mid-session and the pipes broke
+        if not stubborn:
+            raise
+    if stubborn:
+        with contextlib.suppress(OSError):  # stderr may be gone with the client: stay anyway
+            print("crashy: stdin closed, staying alive anyway", file=sys.stderr, flush=True)
         time.sleep(300)

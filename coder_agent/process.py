@@ -1,0 +1,197 @@
+"""Child processes in their own process group: spawning one, stopping it with everything it started, and making
+sure it ends with the agent even when the agent is killed.
+
+`spawn_group` starts a command as the leader of a new session, so its process group id is its pid and what it
+starts (npx → node, `cmd &`) stays in the group. `stop_group` ends the whole group: optionally close its stdin and
+give the leader time to exit, then SIGTERM the group, wait, SIGKILL what is left, reap the leader. Local commands
+(`tools/shell.py`) and stdio MCP servers (`mcp/stdio.py`) both go through here.
+
+A group outlives the agent when the agent dies without running `stop_group` (SIGKILL, the OOM killer, a crash).
+So the first `spawn_group` also starts the reaper (`coder_agent/reaper.py`): a tiny stdlib-only process that holds
+the read end of a pipe whose write end only this process holds (close-on-exec: no child inherits it). Each group
+is announced to it when spawned and withdrawn when it has ended; when the agent dies, however, the kernel closes
+the write end, and the reaper ends every group still announced (SIGTERM, a grace period, SIGKILL). Announcing is
+one non-blocking write of a few bytes with no answer to wait for; the reaper is started once, by a fork/exec that
+does not wait for its interpreter. A reaper that died is started again on the next announcement and told every
+live group.
+
+PR_SET_PDEATHSIG is not used: it must be set in the child between fork and exec (`anyio.open_process` has no
+`preexec_fn`, and one would cost subprocess its vfork fast path), and it reaches only the direct child, not what
+the child starts. The reaper covers the whole group at no per-spawn cost. What it cannot cover: a process that
+leaves its group (`setsid`, a daemon), and the microseconds between the spawn and the announcement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+log = logging.getLogger(__name__)
+
+TERM_GRACE = 2.0
+"""After SIGTERM to a group, how long it gets to exit before SIGKILL."""
+_POLL = 0.02
+_REAPER = Path(__file__).with_name("reaper.py")
+_CAN_KILL_GROUPS = hasattr(os, "killpg")
+
+
+async def spawn_group(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int | None = subprocess.PIPE,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+) -> Process:
+    """Start `argv` as the leader of a new process group that ends with this process, however it ends."""
+    process = await anyio.open_process(
+        list(argv), cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
+    )
+    if _CAN_KILL_GROUPS:
+        _reaper.watch(process.pid)
+    return process
+
+
+def signal_group(process: Process, sig: int) -> None:
+    """Send `sig` to the process's whole group (its pid is the group id: see `spawn_group`)."""
+    with contextlib.suppress(OSError):
+        if _CAN_KILL_GROUPS:
+            os.killpg(process.pid, sig)
+        else:  # pragma: no cover - Windows
+            process.kill()
+
+
+async def stop_group(process: Process, *, stdin_grace: float = 0.0, grace: float = TERM_GRACE) -> None:
+    """End the group of a process started by `spawn_group`, leaving nothing of it running.
+
+    With `stdin_grace`, first close the leader's stdin and give it that long to exit on its own (a server's polite
+    shutdown). Then SIGTERM the group and wait up to `grace` for every member to go; SIGKILL what is left, wait as
+    long again; reap the leader. Run it shielded when the caller may be cancelled.
+    """
+    try:
+        if stdin_grace > 0 and process.stdin is not None:
+            with contextlib.suppress(Exception):
+                await process.stdin.aclose()
+            with anyio.move_on_after(stdin_grace):
+                while process.returncode is None:  # noqa: ASYNC110 - `wait()` would also wait for pipes children hold
+                    await anyio.sleep(_POLL)
+        if _running(process):
+            signal_group(process, signal.SIGTERM)
+            if not await _ended(process, grace):
+                signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))
+                await _ended(process, grace)
+        with anyio.move_on_after(1.0):
+            await process.aclose()
+    finally:
+        if _CAN_KILL_GROUPS and not _running(process):
+            _reaper.forget(process.pid)
+
+
+def _running(process: Process) -> bool:
+    """Whether the leader or anything else in its group still runs (a zombie leader counts until reaped)."""
+    return process.returncode is None or _group_alive(process.pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    if not _CAN_KILL_GROUPS:  # pragma: no cover - Windows
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _ended(process: Process, timeout: float) -> bool:
+    """Wait up to `timeout` for the whole group to end; there is nothing to wait on but the process table."""
+    with anyio.move_on_after(timeout):
+        while _running(process):  # noqa: ASYNC110 - see above
+            await anyio.sleep(_POLL)
+    return not _running(process)
+
+
+class _Reaper:
+    """This process's side of the pipe to its reaper, and the groups announced on it."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._groups: set[int] = set()
+
+    def watch(self, pgid: int) -> None:
+        self._groups.add(pgid)
+        self._send(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        if pgid in self._groups:
+            self._groups.discard(pgid)
+            self._send(f"-{pgid}\n")
+
+    @property
+    def pid(self) -> int | None:
+        """The reaper's pid, once started (for tests and benchmarks)."""
+        return self._process.pid if self._process is not None else None
+
+    def _send(self, message: str) -> None:
+        if self._fd is None:
+            self._start()  # it is told every live group, this one included
+            return
+        try:
+            os.write(self._fd, message.encode())
+        except BlockingIOError:  # a reaper that does not read: it cannot help; the agent must not block on it
+            log.warning("the reaper is not reading; process group announcement dropped: %s", message.strip())
+        except OSError:  # it died: start another
+            self._close()
+            self._start()
+
+    def _start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_REAPER), str(read_fd)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # stdout is the protocol's
+                pass_fds=(read_fd,),
+                cwd="/",
+                env={},
+                start_new_session=True,  # a signal to the agent's process group must not take the reaper with it
+            )
+        except OSError as exc:
+            os.close(write_fd)
+            log.warning("could not start the reaper (%s): child processes may outlive a killed agent", exc)
+            return
+        finally:
+            os.close(read_fd)
+        os.set_blocking(write_fd, False)
+        self._fd = write_fd
+        if self._groups:
+            with contextlib.suppress(OSError):
+                os.write(write_fd, "".join(f"+{pgid}\n" for pgid in self._groups).encode())
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._process is not None:
+            self._process.poll()  # reap it
+            self._process = None
+
+
+_reaper = _Reaper()
+
+
+def reaper_pid() -> int | None:
+    """The pid of this process's reaper, if one was started."""
+    return _reaper.pid

@@ -1,0 +1,89 @@
+"""The reaper: a tiny process that ends the agent's process groups when the agent dies, however it dies.
+
+`coder_agent.process` starts it on the first spawn (`python -I -S <this file> FD`, in its own session, stdlib only,
+importing nothing of ours). It reads lines from the pipe on descriptor FD: `+PGID` when the agent started a process
+group, `-PGID` when the agent stopped it. Only the agent holds the write end, so end of file means the agent is gone
+(exit, crash, SIGKILL, the OOM killer): the reaper then sends SIGTERM to every group still listed, gives them `GRACE`
+seconds, SIGKILLs what is left, and exits. After a clean shutdown nothing is listed, and it just exits.
+
+While groups are listed it checks every `PRUNE_EVERY` seconds which are gone and forgets them, so an entry the agent
+could not withdraw never names a group id the system has since handed to someone else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import time
+
+GRACE = 1.0
+"""After SIGTERM, how long the groups get to exit before SIGKILL."""
+PRUNE_EVERY = 2.0
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group `pgid` has a member we may signal (a group we may not signal is not ours)."""
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def end_groups(groups: set[int]) -> None:
+    """SIGTERM every group, wait up to GRACE for them to go, SIGKILL the rest."""
+    for pgid in groups:
+        _signal(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE
+    while groups and time.monotonic() < deadline:
+        time.sleep(0.02)
+        groups = {pgid for pgid in groups if group_alive(pgid)}
+    for pgid in groups:
+        _signal(pgid, signal.SIGKILL)
+
+
+def _signal(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, sig)
+
+
+def watch(fd: int) -> set[int]:
+    """Read announcements from `fd` until end of file; return the groups still listed then."""
+    groups: set[int] = set()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    buffer = b""
+    while True:
+        if not poller.poll(PRUNE_EVERY * 1000 if groups else None):
+            groups = {pgid for pgid in groups if group_alive(pgid)}
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return groups
+        *lines, buffer = (buffer + chunk).split(b"\n")
+        for line in lines:
+            try:
+                pgid = int(line[1:])
+            except ValueError:
+                continue
+            if line.startswith(b"+") and pgid > 1:
+                groups.add(pgid)
+            elif line.startswith(b"-"):
+                groups.discard(pgid)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: reaper.py FD (started by coder_agent.process, not by hand)", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGINT, signal.SIGHUP):  # a terminal's Ctrl-C or hangup is for the agent, not for us
+        signal.signal(sig, signal.SIG_IGN)
+    end_groups(watch(int(argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,133 @@
+"""Tests for coder_agent.process and coder_agent.reaper with real processes: a stopped group leaves nothing behind,
+and groups end with their owner even when it is SIGKILLed, even after its reaper was killed first."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coder_agent import reaper
+from coder_agent.process import spawn_group, stop_group
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+STUBBORN = "trap '' TERM; sleep 300 & echo ready; wait"
+"""A shell that ignores SIGTERM, with a child that ignores it too."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def groups_end(*pgids: int, timeout: float = 10) -> None:
+    with anyio.fail_after(timeout):
+        while any(group_alive(pgid) for pgid in pgids):
+            await anyio.sleep(0.02)
+
+
+async def test_stop_group_ends_the_leader_and_what_it_left_behind() -> None:
+    process = await spawn_group(["bash", "-c", STUBBORN], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    assert await process.stdout.receive() == b"ready\n"
+    await stop_group(process, grace=0.2)
+    assert process.returncode == -signal.SIGKILL
+    await groups_end(process.pid)  # its child, killed too, may still wait for init to reap it
+
+
+async def test_stop_group_lets_a_polite_process_exit_on_stdin_close() -> None:
+    process = await spawn_group([sys.executable, "-c", "import sys; sys.stdin.read()"], stderr=subprocess.DEVNULL)
+    await stop_group(process, stdin_grace=30)
+    assert process.returncode == 0
+
+
+async def test_the_reaper_ends_announced_groups_when_its_pipe_closes() -> None:
+    stubborn = await anyio.open_process(["bash", "-c", STUBBORN], start_new_session=True, stderr=subprocess.DEVNULL)
+    withdrawn = await anyio.open_process(["sleep", "300"], start_new_session=True)
+    try:
+        assert stubborn.stdout is not None
+        assert await stubborn.stdout.receive() == b"ready\n"
+        read_fd, write_fd = os.pipe()
+        watcher = await anyio.open_process(
+            [sys.executable, "-I", "-S", reaper.__file__, str(read_fd)], pass_fds=(read_fd,), start_new_session=True
+        )
+        os.close(read_fd)
+        os.write(write_fd, f"+{stubborn.pid}\n+{withdrawn.pid}\nnot a line\n+\n-{withdrawn.pid}\n".encode())
+        os.close(write_fd)  # as the kernel does when the agent dies
+        with anyio.fail_after(20):
+            assert await watcher.wait() == 0
+        await groups_end(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
+        assert withdrawn.returncode is None, "a withdrawn group is left alone"
+    finally:
+        for process in (stubborn, withdrawn):
+            if group_alive(process.pid):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
+OWNER = """
+import os, signal, subprocess, anyio
+from coder_agent.process import reaper_pid, spawn_group
+
+async def main():
+    quiet = dict(stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = await spawn_group(["bash", "-c", STUBBORN], **quiet)
+    assert await first.stdout.receive() == b"ready\\n"
+    killed = reaper_pid()
+    os.kill(killed, signal.SIGKILL)  # the reaper dies first: the next spawn must start another and tell it all
+    os.waitpid(killed, 0)
+    second = await spawn_group(["sleep", "300"], **quiet)
+    print(first.pid, second.pid, flush=True)
+    print(killed, reaper_pid(), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_killed() -> None:
+    code = f"STUBBORN = {STUBBORN!r}\n{OWNER}"
+    owner = await anyio.run_process(
+        [sys.executable, "-c", code], check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    assert owner.returncode == -signal.SIGKILL, owner.stderr.decode()
+    groups, reapers = owner.stdout.decode().splitlines()
+    first, second = (int(pid) for pid in groups.split())
+    try:
+        killed, restarted = reapers.split()
+        assert restarted.isdigit() and restarted != killed, "a new reaper was started"
+        await groups_end(first, second)
+        with anyio.fail_after(10):  # and the reaper itself is gone after its work
+            while running(int(restarted)):
+                await anyio.sleep(0.02)
+    finally:
+        for pgid in (first, second):
+            if group_alive(pgid):
+                os.killpg(pgid, signal.SIGKILL)
