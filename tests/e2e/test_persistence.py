@@ -4,6 +4,7 @@ earlier one, and a session killed with SIGKILL mid-turn still loads."""
 from __future__ import annotations
 
 import signal
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 
 from tests.support.editor import FakeEditor
 from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
-from tests.support.spawn import spawned_agent
+from tests.support.spawn import poll_until, spawned_agent, stored_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -71,12 +72,12 @@ async def test_a_session_killed_mid_turn_still_loads(tmp_path: Path, fake_llm: F
         await client.initialize()
         session = await client.new_session(str(work))
         async with anyio.create_task_group() as task_group:
-            task_group.start_soon(
-                client.request,
-                "session/prompt",
-                {"sessionId": session, "prompt": [{"type": "text", "text": "long task"}]},
-            )
+            prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "long task"}]}
+            # never answered: the agent is killed mid-turn (the bound only outlasts a slow first import)
+            task_group.start_soon(partial(client.request, "session/prompt", prompt, timeout=120))
             await client.wait_for(lambda: bool(client.agent_text(session)), timeout=90)
+            # The prompt is saved in the background as the model starts; kill once it is on disk.
+            await poll_until(lambda: "long task" in stored_session(tmp_path, session))
             agent.process.send_signal(signal.SIGKILL)
             with anyio.fail_after(10):
                 await agent.process.wait()

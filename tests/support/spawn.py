@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,22 @@ class SpawnedAgent:
         await self.process.stdin.aclose()
         with anyio.fail_after(EXIT_WAIT):
             return await self.process.wait()
+
+
+async def poll_until(predicate: Callable[[], bool], timeout: float = 30.0, every: float = 0.02) -> None:
+    """Wait, bounded, for a state outside the protocol (a file written, a process gone): there is no event for it."""
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(every)
+
+
+def stored_session(tmp_path: Path, session_id: str) -> str:
+    """The stored file of a spawned agent's session, as text ("" until it exists)."""
+    path = tmp_path / "xdg-data" / "coder-agent" / "sessions" / f"{session_id}.json"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 async def _lines(process: Process) -> AsyncIterator[bytes]:
