@@ -117,7 +117,7 @@ def generate(root: Path, files: int, seed: int = 1234) -> None:
 
 
 def rg_command(rg: str, pattern: str, mode: search.OutputMode) -> list[str]:
-    """The command line our grep runs for a search of the whole root (see search._grep_rg)."""
+    """The command line our grep runs for a search of the whole root (see search.ripgrep.grep_rg)."""
     args = [rg, "--no-config", "--hidden", "--no-require-git", "--color", "never", "--no-messages", "--glob", "!.git"]
     if mode == "files_with_matches":
         args += ["--files-with-matches", "--null"]

@@ -7,6 +7,7 @@ This module owns:
 * `split_lines` and `number_line`, the line splitting and numbering every tool shares, so that the line numbers
   of read_file, of edit snippets and of edit errors always agree (lines end at "\\n"; a "\\r" before it is part of
   the line ending, not of the line);
+* `SNIFF_BYTES` / `find_nul`: the binary sniff every tool shares (grep skips such files, the file tools refuse them);
 * `looks_binary` / `decode_text` (`NotTextError`): only UTF-8 text files are read or edited as text, so a binary
   file or one in another encoding is never written back corrupted;
 * `content_hash`: the sha256 of a text, for read-before-edit staleness checks (compare the hash of what the model
@@ -18,16 +19,18 @@ Everything here is pure: no file system access, no I/O.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 
 __all__ = [
-    "BINARY_SNIFF_BYTES",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_CHARS",
     "MAX_LINE_CHARS",
+    "SNIFF_BYTES",
     "NotTextError",
     "content_hash",
     "decode_text",
+    "find_nul",
     "format_lines",
     "looks_binary",
     "number_line",
@@ -44,7 +47,7 @@ MAX_LINE_CHARS = 2000
 DEFAULT_MAX_CHARS = 100_000
 """Characters of numbered output at most in one read (about 25k tokens); the rest is left for a later offset."""
 
-BINARY_SNIFF_BYTES = 8192
+SNIFF_BYTES = 8192
 """A NUL byte within this many leading bytes marks a file as binary (the heuristic git and ripgrep use)."""
 
 
@@ -135,12 +138,21 @@ def format_lines(
     return body
 
 
-def looks_binary(data: bytes) -> bool:
-    """True if `data` is not UTF-8 text: a NUL byte in its first 8 KiB, or bytes that do not decode as UTF-8."""
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+def find_nul(data: bytes) -> int:
+    """The offset of the first NUL byte within the first `SNIFF_BYTES` of `data`, or -1: with one, it is binary."""
+    return data.find(b"\x00", 0, SNIFF_BYTES)
+
+
+def looks_binary(data: bytes, *, head: bool = False) -> bool:
+    """True if `data` is not UTF-8 text: a NUL byte in its first 8 KiB, or bytes that do not decode as UTF-8.
+
+    `head`: `data` is only the start of the file (e.g. its first `SNIFF_BYTES`), so a character cut at its end is
+    not held against it.
+    """
+    if find_nul(data) != -1:
         return True
     try:
-        data.decode("utf-8")
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=not head)
     except UnicodeDecodeError:
         return True
     return False
@@ -152,7 +164,7 @@ def decode_text(data: bytes, path: str) -> str:
     Raises `NotTextError`, naming `path`, for binary files (a NUL byte in the first 8 KiB) and for bytes that are not
     valid UTF-8: such files are neither shown as text nor edited, so they are never written back corrupted.
     """
-    nul = data.find(b"\x00", 0, BINARY_SNIFF_BYTES)
+    nul = find_nul(data)
     if nul != -1:
         detail = f"it contains a NUL byte (at byte {nul}), so it looks binary"
     else:

@@ -16,9 +16,7 @@ from coder_agent.atomic import write_atomic
 from coder_agent.errors import ClientError
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.tools.base import ToolError
-from coder_agent.tools.file_view import NotTextError, decode_text, looks_binary
-
-SNIFF_BYTES = 8192
+from coder_agent.tools.file_view import SNIFF_BYTES, NotTextError, decode_text, looks_binary
 
 
 class FileAccess:
@@ -70,10 +68,10 @@ class FileAccess:
     async def _refuse_binary(self, path: Path) -> None:
         try:
             async with await anyio.open_file(path, "rb") as handle:
-                head = await handle.read(SNIFF_BYTES)
+                head = await handle.read(SNIFF_BYTES + 1)  # one more byte tells whether the file goes on
         except OSError as exc:
             raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
-        if looks_binary(head):
+        if looks_binary(head, head=len(head) > SNIFF_BYTES):
             raise ToolError(
                 f"{path} is not a UTF-8 text file (binary or another encoding); it was not read or changed."
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from coder_agent.checkpoints import (
     FileSnapshot,
     GitBlobStore,
     TurnCheckpoint,
-    apply_locally,
+    UndoPlan,
     blob_store_for,
+    release_session,
 )
 
 pytestmark = pytest.mark.anyio
@@ -91,6 +93,16 @@ def write_file(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def carry_out(plan: UndoPlan) -> None:
+    """What `/undo` does with a plan (through the editor there): write each file back, or delete it."""
+    for restore in plan.files:
+        path = Path(restore.path)
+        if restore.text is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_file(path, restore.text)
+
+
 def private_refs(repo: git.Repo) -> list[str]:
     return [line for line in repo.git.for_each_ref(REF_PREFIX).splitlines() if line]
 
@@ -117,7 +129,7 @@ async def test_snapshot_and_undo_restores_content(workspace: tuple[Path, BlobSto
     assert (cwd / "a.txt").read_text(encoding="utf-8") == "a1\n"  # a plan, not a write
     assert checkpoints.history == []
 
-    await apply_locally(plan)
+    carry_out(plan)
     assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
     assert await checkpoints.undo_last() is None
 
@@ -135,7 +147,7 @@ async def test_file_created_by_the_turn_is_planned_for_deletion(workspace: tuple
     assert plan is not None
     assert plan.files == (FileRestore(str(cwd / "new" / "made.py"), None),)
     assert plan.files[0].delete
-    await apply_locally(plan)
+    carry_out(plan)
     assert not (cwd / "new" / "made.py").exists()
 
 
@@ -157,7 +169,7 @@ async def test_multiple_files_and_changes_keep_the_first_snapshot(workspace: tup
     assert plan is not None
     assert [(Path(f.path).name, f.text) for f in plan.files] == [("b.txt", "b0\n"), ("a.txt", "a0\n"), ("c.txt", None)]
     assert plan.changed_since == []
-    await apply_locally(plan)
+    carry_out(plan)
     assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
     assert (cwd / "b.txt").read_text(encoding="utf-8") == "b0\n"
     assert not (cwd / "c.txt").exists()
@@ -181,13 +193,13 @@ async def test_two_turns_undo_in_lifo_order(workspace: tuple[Path, BlobStore]) -
     assert second is not None
     assert second.turn_id == "t2"
     assert [(Path(f.path).name, f.text) for f in second.files] == [("a.txt", "a1\n"), ("d.txt", None)]
-    await apply_locally(second)
+    carry_out(second)
 
     first = await checkpoints.undo_last()
     assert first is not None
     assert first.turn_id == "t1"
     assert [(Path(f.path).name, f.text, f.changed_since) for f in first.files] == [("a.txt", "a0\n", False)]
-    await apply_locally(first)
+    carry_out(first)
     assert (cwd / "a.txt").read_text(encoding="utf-8") == "a0\n"
     assert not (cwd / "d.txt").exists()
     assert await checkpoints.undo_last() is None
@@ -265,7 +277,8 @@ async def test_undo_ends_an_open_turn_first(workspace: tuple[Path, BlobStore]) -
     plan = await checkpoints.undo_last()
     assert plan is not None
     assert plan.turn_id == "t1"
-    assert not checkpoints.turn_open
+    with pytest.raises(CheckpointError, match="outside a turn"):  # the turn was ended
+        await checkpoints.before_change(cwd / "a.txt", "a1\n")
 
 
 async def test_before_change_outside_a_turn_is_refused(tmp_path: Path) -> None:
@@ -285,22 +298,6 @@ async def test_text_round_trips_exactly(workspace: tuple[Path, BlobStore]) -> No
         plan = await checkpoints.undo_last()
         assert plan is not None
         assert plan.files[0].text == text
-
-
-async def test_apply_locally_keeps_the_file_mode(tmp_path: Path) -> None:
-    script = tmp_path / "run.sh"
-    script.write_text("#!/bin/sh\necho 0\n", encoding="utf-8")
-    script.chmod(0o755)
-    checkpoints = Checkpoints(tmp_path, FileBlobStore(tmp_path / "blobs"))
-    checkpoints.begin_turn("t1")
-    await write(checkpoints, script, "#!/bin/sh\necho 1\n")
-    checkpoints.end_turn()
-    plan = await checkpoints.undo_last()
-    assert plan is not None
-    await apply_locally(plan)
-    assert script.read_text(encoding="utf-8") == "#!/bin/sh\necho 0\n"
-    assert script.stat().st_mode & 0o777 == 0o755
-    assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
 
 
 # --- git state left alone ---------------------------------------------------------------------------------------------
@@ -366,7 +363,7 @@ async def test_snapshotting_leaves_index_head_branches_stash_and_status_alone(re
 async def test_blobs_survive_gc_because_of_the_private_ref(repo: git.Repo) -> None:
     cwd = Path(repo.working_tree_dir or "")
     store = GitBlobStore(cwd)
-    unprotected = store.put(b"nobody keeps me\n")
+    unprotected = store.put("s1", b"nobody keeps me\n")
     checkpoints = Checkpoints(cwd, store, session_id="s1")
     checkpoints.begin_turn("t1")
     await write(checkpoints, cwd / "a.txt", "a1\n")
@@ -393,7 +390,7 @@ async def test_blobs_survive_gc_because_of_the_private_ref(repo: git.Repo) -> No
     assert [f.text for f in first.files] == ["a0\n", None]
 
 
-async def test_undo_releases_blobs_and_discard_drops_the_ref(repo: git.Repo) -> None:
+async def test_undo_releases_blobs_and_deleting_the_session_drops_the_ref(repo: git.Repo) -> None:
     cwd = Path(repo.working_tree_dir or "")
     checkpoints = Checkpoints(cwd, GitBlobStore(cwd), session_id="s1")
     checkpoints.begin_turn("t1")
@@ -408,9 +405,8 @@ async def test_undo_releases_blobs_and_discard_drops_the_ref(repo: git.Repo) -> 
 
     await checkpoints.undo_last()
     assert repo.git.ls_tree("--name-only", ref).split() == [a_blob]
-    await checkpoints.discard()
+    release_session("s1", str(cwd))
     assert private_refs(repo) == []
-    assert checkpoints.history == []
 
 
 async def test_sessions_in_one_repository_keep_separate_refs(repo: git.Repo) -> None:
@@ -423,21 +419,21 @@ async def test_sessions_in_one_repository_keep_separate_refs(repo: git.Repo) -> 
     refs = [line.split("\t")[1] for line in private_refs(repo)]
     assert refs == [REF_PREFIX + "one", GitBlobStore.ref_for("two/odd name")]
     assert GitBlobStore.ref_for("two/odd name").startswith(REF_PREFIX + "two_odd_name-")
-    await one.discard()
+    release_session("one", str(cwd))
     assert [line.split("\t")[1] for line in private_refs(repo)] == [GitBlobStore.ref_for("two/odd name")]
 
 
 def test_git_blob_ids_are_git_object_ids(repo: git.Repo) -> None:
     store = GitBlobStore(Path(repo.working_tree_dir or ""))
     data = b"trailing newlines kept\n\n"
-    blob = store.put(data)
+    blob = store.put("s1", data)
     assert blob == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
     assert repo.git.cat_file("-t", blob) == "blob"
-    assert store.get(blob) == data
+    assert store.get("s1", blob) == data
     with pytest.raises(CheckpointError):
-        store.get("HEAD")
+        store.get("s1", "HEAD")
     with pytest.raises(CheckpointError):
-        store.get("0" * 40)
+        store.get("s1", "0" * 40)
 
 
 # --- the file store -------------------------------------------------------------------------------------------------
@@ -445,26 +441,115 @@ def test_git_blob_ids_are_git_object_ids(repo: git.Repo) -> None:
 
 def test_file_store_is_content_addressed_and_atomic(tmp_path: Path) -> None:
     store = FileBlobStore(tmp_path / "blobs")
-    first = store.put(b"same\r\n")
-    assert store.put(b"same\r\n") == first
+    first = store.put("s1", b"same\r\n")
+    assert store.put("s1", b"same\r\n") == first
     assert len(first) == 64
     files = [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]
-    assert files == [tmp_path / "blobs" / first[:2] / first[2:]]
-    assert store.get(first) == b"same\r\n"
-    assert store.get(store.put(b"")) == b""
+    assert files == [tmp_path / "blobs" / "sessions" / "s1" / first]
+    assert store.get("s1", first) == b"same\r\n"
+    assert store.get("s1", store.put("s1", b"")) == b""
 
 
 def test_file_store_refuses_bad_ids_and_reports_missing_or_corrupt_blobs(tmp_path: Path) -> None:
     store = FileBlobStore(tmp_path / "blobs")
     for bad in ["../../etc/passwd", "a" * 40, "A" * 64, ""]:
         with pytest.raises(CheckpointError, match="not a snapshot id"):
-            store.get(bad)
+            store.get("s1", bad)
     with pytest.raises(CheckpointError, match="gone"):
-        store.get("0" * 64)
-    blob = store.put(b"original")
-    (tmp_path / "blobs" / blob[:2] / blob[2:]).write_bytes(b"tampered")
+        store.get("s1", "0" * 64)
+    blob = store.put("s1", b"original")
+    (tmp_path / "blobs" / "sessions" / "s1" / blob).write_bytes(b"tampered")
     with pytest.raises(CheckpointError, match="corrupt"):
-        store.get(blob)
+        store.get("s1", blob)
+
+
+def age(path: Path, seconds: float = 2 * 3600) -> None:
+    """Make a file look `seconds` old (older than the hour a released blob is kept)."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def blob_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()} if folder.exists() else set()
+
+
+async def test_blobs_that_fall_out_of_history_are_deleted_once_an_hour_old(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_file(project / "a.txt", "a0\n")
+    write_file(project / "b.txt", "b0\n")
+    store = FileBlobStore(tmp_path / "blobs")
+    folder = store.folder("s1")
+    checkpoints = Checkpoints(project, store, session_id="s1")
+    for turn, name in (("t1", "a.txt"), ("t2", "b.txt")):
+        checkpoints.begin_turn(turn)
+        await write(checkpoints, project / name, f"{name} changed\n")
+        checkpoints.end_turn()
+    a_blob, b_blob = (c.files[0].blob for c in checkpoints.history)
+    assert blob_files(folder) == {a_blob, b_blob}
+
+    assert await checkpoints.undo_last() is not None  # t2 leaves the history: b's snapshot is released ...
+    assert blob_files(folder) == {a_blob, b_blob}  # ... but kept while it is young
+    age(folder / str(a_blob))
+    age(folder / str(b_blob))
+    checkpoints.begin_turn("t3")  # the next change of the history collects it
+    await write(checkpoints, project / "c.txt", "c1\n")  # (a new file: no snapshot, so nothing is put) ...
+    await write(checkpoints, project / "b.txt", "b changed again\n")  # ... this one is put, and retains
+    checkpoints.end_turn()
+    b_again = checkpoints.history[-1].files[1].blob
+    assert blob_files(folder) == {a_blob, b_again}  # the old released one is gone; a's is still needed
+    assert b_again != b_blob
+
+    age(folder / str(b_again))
+    assert await checkpoints.undo_last() is not None
+    assert await checkpoints.undo_last() is not None
+    assert not folder.exists()  # nothing left: the session's folder goes too
+
+
+def test_file_store_retain_is_bounded_by_its_owner(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "blobs")
+    mine = store.put("mine", b"shared content")
+    theirs = store.put("theirs", b"shared content")
+    assert mine == theirs
+    age(store.folder("mine") / mine)
+    age(store.folder("theirs") / theirs)
+    assert store.put("mine", b"shared content") == mine  # kept again: young again
+    store.retain("mine", ())
+    assert blob_files(store.folder("mine")) == {mine}  # another process may be about to name it
+    age(store.folder("mine") / mine)
+    store.retain("mine", ())
+    assert not store.folder("mine").exists()
+    assert store.get("theirs", theirs) == b"shared content"  # the other session's copy is untouched
+
+
+def test_blobs_of_earlier_versions_are_still_read(tmp_path: Path) -> None:
+    data = b"written by an earlier version\n"
+    blob = hashlib.sha256(data).hexdigest()
+    legacy = tmp_path / "blobs" / blob[:2] / blob[2:]
+    write_file(legacy, data.decode())
+    store = FileBlobStore(tmp_path / "blobs")
+    assert store.get("s1", blob) == data
+    store.retain("s1", ())
+    assert legacy.exists()  # shared by unknown sessions: never deleted
+
+
+def test_release_session_deletes_its_snapshots_only(tmp_path: Path, repo: git.Repo) -> None:
+    data_dir = tmp_path / "data"
+    store = FileBlobStore(data_dir / "blobs")
+    store.put("gone", b"one")
+    store.put("gone", b"two")
+    kept = store.put("kept", b"one")
+    cwd = Path(repo.working_tree_dir or "")
+    git_store = GitBlobStore(cwd)
+    for owner in ("gone", "kept"):
+        git_store.retain(owner, [git_store.put(owner, owner.encode())])
+
+    release_session("gone", str(cwd), data_dir=data_dir)
+    assert not store.folder("gone").exists()
+    assert blob_files(store.folder("kept")) == {kept}
+    assert [line.split("\t")[1] for line in private_refs(repo)] == [REF_PREFIX + "kept"]
+    release_session("gone", str(cwd), data_dir=data_dir)  # again, or for a session that kept nothing: no error
+    release_session("never", str(tmp_path / "no-such-folder"), data_dir=data_dir)
+    release_session("never", str(tmp_path), data_dir=data_dir)  # not a repository
 
 
 def test_blob_store_for_picks_git_inside_a_work_tree_and_files_outside(tmp_path: Path, repo: git.Repo) -> None:

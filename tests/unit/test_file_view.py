@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from coder_agent.tools.file_view import (
+    SNIFF_BYTES,
     NotTextError,
     content_hash,
     decode_text,
+    find_nul,
     format_lines,
     looks_binary,
     split_lines,
@@ -98,6 +100,16 @@ def test_looks_binary() -> None:
     assert looks_binary(b"caf\xe9")  # latin-1
     assert not looks_binary(b"a" * 9000 + b"\x00")  # NUL only counts in the first 8 KiB ...
     assert looks_binary(b"\xff" + b"a" * 9000)  # ... but invalid UTF-8 anywhere does
+
+
+def test_looks_binary_on_the_head_of_a_file() -> None:
+    data = ("a" * (SNIFF_BYTES - 1) + "é and more").encode()  # "é" is cut in two at SNIFF_BYTES
+    assert looks_binary(data[:SNIFF_BYTES])  # as a whole file, it ends in half a character ...
+    assert not looks_binary(data[: SNIFF_BYTES + 1], head=True)  # ... as the head of a longer one, it does not
+    assert looks_binary(b"caf\xe9 and more", head=True)  # a bad byte before the end still counts
+    assert looks_binary(b"abc\x00def", head=True)
+    assert find_nul(b"abc\x00def") == 3
+    assert find_nul(b"a" * SNIFF_BYTES + b"\x00") == -1
 
 
 def test_decode_text_round_trips_exactly(tmp_path: Path) -> None:

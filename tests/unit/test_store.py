@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import coder_agent
-from coder_agent import store as store_module
+from coder_agent.checkpoints import Checkpoints, FileBlobStore, blob_store_for
 from coder_agent.store import (
     SCHEMA_VERSION,
     InvalidCursor,
@@ -29,6 +29,7 @@ from coder_agent.store import (
     StoreError,
     utc_now,
 )
+from coder_agent.store import files as store_files
 
 
 def stamp(minute: int, second: int = 0) -> str:
@@ -514,13 +515,13 @@ def test_list_reuses_parsed_summaries(store: SessionStore, monkeypatch: pytest.M
         store.save(make_record(f"sess_{n}", updated_at=stamp(n)))
     store.list()
     parsed: list[str] = []
-    real = store_module._parse_summary
+    real = store_files.parse_summary
 
     def counting(path: Path, session_id: str, data: bytes) -> SessionSummary:
         parsed.append(session_id)
         return real(path, session_id, data)
 
-    monkeypatch.setattr(store_module, "_parse_summary", counting)
+    monkeypatch.setattr(store_files, "parse_summary", counting)
     store.list()
     assert parsed == []
     store.save(make_record("sess_2", title="changed", updated_at=stamp(2)))
@@ -546,6 +547,74 @@ def test_list_of_1000_sessions_is_fast(store: SessionStore) -> None:
     assert cursor is not None
     assert elapsed < 0.3, f"listing 1,000 sessions took {elapsed * 1000:.0f} ms"
     assert sum(len(page) for page in all_pages(cold)) == 1000
+
+
+def set_mtime_ns(path: Path, mtime_ns: int) -> None:
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def rewrite_title_in_place(store: SessionStore, session_id: str, title: str) -> None:
+    """Change a sidecar without a rename (nothing the store does): the folder's own mtime stays as it was."""
+    path = store.root / f"{session_id}.summary.json"
+    summary = json.loads(path.read_text())
+    summary["title"] = title
+    with path.open("r+b") as handle:
+        handle.truncate()
+        handle.write(json.dumps(summary).encode())
+
+
+def test_an_unchanged_folder_is_not_scanned_again(store: SessionStore) -> None:
+    store.save(make_record("sess_a", title="A", updated_at=stamp(1)))
+    store.save(make_record("sess_b", title="B", updated_at=stamp(2)))
+    ten_seconds_ago = time.time_ns() - 10 * 10**9
+    set_mtime_ns(store.root, ten_seconds_ago)  # the folder last changed ten seconds ago
+    assert [s.title for s in store.list()[0]] == ["B", "A"]
+    rewrite_title_in_place(store, "sess_a", "A, edited in place")
+    set_mtime_ns(store.root, ten_seconds_ago)  # (on file systems that count a file's write as the folder's)
+    assert [s.title for s in store.list()[0]] == ["B", "A"]  # served from the last scan
+    store.save(make_record("sess_c", title="C", updated_at=stamp(3)))  # a rename: the folder changed
+    assert [s.title for s in store.list()[0]] == ["C", "B", "A, edited in place"]
+
+
+def test_a_folder_that_changed_moments_ago_is_scanned_every_time(store: SessionStore) -> None:
+    # A change in the same tick of the file system's clock as the last one would leave the folder's mtime as it
+    # was, so a scan is only reused once that mtime is safely in the past.
+    store.save(make_record("sess_a", title="A"))
+    in_a_second = time.time_ns() + 10**9
+    set_mtime_ns(store.root, in_a_second)  # not in the past at all
+    assert [s.title for s in store.list()[0]] == ["A"]
+    rewrite_title_in_place(store, "sess_a", "A2")
+    set_mtime_ns(store.root, in_a_second)
+    assert [s.title for s in store.list()[0]] == ["A2"]
+    # Whole-second mtimes may come from a file system that keeps only seconds (or two): 3 s must have passed.
+    whole_second = (time.time_ns() // 10**9 - 2) * 10**9
+    set_mtime_ns(store.root, whole_second)
+    assert [s.title for s in store.list()[0]] == ["A2"]
+    rewrite_title_in_place(store, "sess_a", "A3")
+    set_mtime_ns(store.root, whole_second)
+    assert [s.title for s in store.list()[0]] == ["A3"]
+
+
+SAVER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from coder_agent.store import SessionRecord, SessionStore
+
+    SessionStore(Path(sys.argv[1])).save(SessionRecord(session_id="sess_other", cwd="/p", title="from elsewhere",
+                                         created_at="2026-11-30T08:00:00Z", updated_at="2026-11-30T09:00:00Z"))
+    """
+)
+
+
+def test_a_save_by_another_process_is_listed_at_once(store: SessionStore) -> None:
+    store.save(make_record("sess_a", title="A"))
+    set_mtime_ns(store.root, time.time_ns() - 10 * 10**9)
+    assert [s.title for s in store.list()[0]] == ["A"]  # a scan this store will reuse ...
+    subprocess.run([sys.executable, "-c", SAVER, str(store.root)], env=python_with_the_package(), check=True)
+    assert [s.title for s in store.list()[0]] == ["from elsewhere", "A"]  # ... until another process saves
+    SessionStore(store.root).delete("sess_other")
+    assert [s.title for s in store.list()[0]] == ["A"]
 
 
 # ---- delete and ids -----------------------------------------------------------------------------------------------
@@ -587,6 +656,27 @@ def test_unsafe_ids_are_rejected(store: SessionStore, tmp_path: Path, session_id
     with pytest.raises(InvalidSessionId):
         store.delete(session_id)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.anyio
+async def test_deleting_a_session_deletes_its_undo_snapshots(store: SessionStore, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("a0\n")
+    folders = []
+    for session_id in ("sess_gone", "sess_kept"):
+        checkpoints = Checkpoints(project, session_id=session_id)  # outside git: the user data folder's file store
+        checkpoints.begin_turn("t1")
+        await checkpoints.before_change(project / "a.txt", "a0\n")
+        checkpoints.end_turn()
+        store.save(make_record(session_id, cwd=str(project), checkpoints=[c.to_dict() for c in checkpoints.history]))
+        blobs = blob_store_for(project)  # the store those checkpoints used
+        assert isinstance(blobs, FileBlobStore)
+        folders.append(blobs.folder(session_id))
+    assert all(folder.is_dir() for folder in folders)
+    store.delete("sess_gone")
+    assert not folders[0].exists()
+    assert folders[1].is_dir()
 
 
 def test_exceptions_share_a_base() -> None:

@@ -1,10 +1,10 @@
-"""Tests for coder_agent.tools.text_edit: the matching rules, atomicity, line endings, results and messages."""
+"""Tests for coder_agent.tools.editing: the matching rules, atomicity, line endings, results and messages."""
 
 from __future__ import annotations
 
 import pytest
 
-from coder_agent.tools.text_edit import Edit, EditError, LineRange, apply_edits, make_snippet, unified_diff
+from coder_agent.tools.editing import Edit, EditError, LineRange, apply_edits, make_snippet
 
 CODE = """\
 import os
@@ -43,7 +43,6 @@ def test_unique_exact_match_replaces_and_reports_lines() -> None:
     assert outcome.ranges == (LineRange(4, 6),)
     assert not outcome.fallback
     assert outcome.note is None
-    assert not result.fallback_used
 
 
 def test_multiple_matches_without_replace_all_lists_every_line() -> None:
@@ -183,7 +182,6 @@ def test_indentation_fallback_reindents_new_string() -> None:
     )
     (outcome,) = result.edits
     assert outcome.fallback
-    assert result.fallback_used
     assert outcome.note is not None
     assert "indentation" in outcome.note
     assert "8 spaces" in outcome.note
@@ -351,16 +349,6 @@ def test_message_has_summary_snippet_and_review_hint() -> None:
     assert message.startswith("The file /repo/a.py has been edited (1 replacement).")
     assert "     1\timport sys" in message
     assert "Review the changes" in message
-
-
-def test_unified_diff() -> None:
-    result = apply_edits(CODE, [Edit("import os", "import sys")])
-    diff = unified_diff(CODE, result.new_text, "pkg/a.py")
-    assert diff.startswith("--- a/pkg/a.py\n+++ b/pkg/a.py\n")
-    assert "-import os\n+import sys\n" in diff
-    assert unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "x").endswith("-b\n+c\n")
-    assert "No newline at end of file" in unified_diff("a", "b", "x")
-    assert unified_diff(CODE, CODE, "x") == ""
 
 
 def test_unicode_and_special_characters_are_literal() -> None:
