@@ -1,4 +1,5 @@
-"""Shared pieces of the ACP benchmarks: bench/startup.py, bench/sessions.py, bench/turn_overhead.py, bench/mcp.py.
+"""Shared pieces of the ACP benchmarks: bench/startup.py, bench/sessions.py, bench/turn_overhead.py, bench/mcp.py,
+bench/peers.py.
 
 This module owns what those scripts do the same way:
 
@@ -9,7 +10,8 @@ This module owns what those scripts do the same way:
                    ``wait_update``, ``settle`` (until the agent's CPU time stops growing) and ``close`` on stdin EOF.
                    Arrivals are stamped with a clock of the caller's choice (time.perf_counter by default).
   stats            median / min / max / n (and p95 on request) of a list, rounded.
-  /proc            the process tree (``process_children``, ``descendants``), its RSS (``tree_rss``), CPU times.
+  /proc            the process tree (``process_children``, ``descendants``), its RSS (``tree_rss``), CPU times
+                   (``cpu_times``, ``tree_cpu``), ``wait_exit`` (woken by the exit, with the rusage) and ``kill_tree``.
   environment      ``agent_env``: the environment minus CODER_AGENT_*, temp XDG config/data/state/cache dirs, and an
                    unused local model unless told otherwise; ``inherited_env`` for a bench that keeps the user's.
   command line     ``--agent CMD...`` (must come last), the few-runs warning.
@@ -85,9 +87,12 @@ class JsonLinesAgent:
         env: dict[str, str],
         stderr: IO[bytes],
         clock: Callable[[], float] = time.perf_counter,
+        cwd: Path | None = None,
     ) -> None:
         self.clock = clock
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd
+        )
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         self.stdin = self.proc.stdin
@@ -283,6 +288,49 @@ def tree_rss(root: int) -> tuple[float, int] | None:
         except OSError:
             pass
     return total_kb / 1024, len(pids)
+
+
+def tree_cpu(root: int) -> float:
+    """User + system CPU seconds of `root` and its live descendants, with the children each has waited for."""
+    return sum(sum(cpu_times(pid)) for pid in [root, *descendants(root, process_children())])
+
+
+def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> tuple[float | None, int | None, float]:
+    """Wait up to `timeout` s for `proc` to exit, woken by its exit (a pidfd), not by polling; then reap it.
+
+    Returns when it exited (time.perf_counter(), None if it did not), its exit code, and the user + system CPU
+    seconds of it and of the children it waited for (its rusage). On timeout nothing is reaped: the caller kills."""
+    if proc.returncode is not None:
+        return time.perf_counter(), proc.returncode, 0.0
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel or not Linux): Popen's own wait
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, None, 0.0
+        return time.perf_counter(), proc.returncode, 0.0
+    with selectors.DefaultSelector() as sel:
+        sel.register(pidfd, selectors.EVENT_READ)
+        ready = sel.select(timeout)
+    exited = time.perf_counter()
+    os.close(pidfd)
+    if not ready:
+        return None, None, 0.0
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return exited, proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def kill_tree(root: int) -> int:
+    """SIGKILL `root` and its descendants (found in /proc); how many were signalled."""
+    pids = [root, *descendants(root, process_children(skip_zombies=True))]
+    killed = 0
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, 9)
+            killed += 1
+    return killed
 
 
 def cpu_times(pid: int) -> tuple[float, float]:

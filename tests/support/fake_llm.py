@@ -17,7 +17,9 @@ server running in a background thread, and:
   ``Retry-After``, a stream cut after N chunks (the connection is closed without the terminating chunk of the
   chunked body, so the client sees a broken stream), a stall before the first byte or after N chunks, and a
   per-chunk delay; pauses end at once when the server shuts down or the client goes away;
-* records every request (:attr:`FakeLLM.requests`, :attr:`FakeLLM.recorded`, :attr:`FakeLLM.last_request`).
+* records every request (:attr:`FakeLLM.requests`, :attr:`FakeLLM.recorded`, :attr:`FakeLLM.last_request`), with
+  its :class:`Timing` (``time.perf_counter()`` when its body had arrived, when the response started and when its last
+  byte was written), so a benchmark can put the server's times next to its client's.
 
 Usage::
 
@@ -65,6 +67,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ScriptEntry",
+    "Timing",
     "ToolCall",
     "fake_llm",
 ]
@@ -224,14 +227,25 @@ class Fault:
         return dataclasses.replace(reply or Reply("(fake llm: slow reply)"), chunk_delay=chunk_delay)
 
 
+@dataclass
+class Timing:
+    """When (``time.perf_counter()``) a request's body had arrived, its response started and its last byte was
+    written; ``None`` until then, and ``finished`` stays ``None`` for a response cut or dropped on purpose."""
+
+    arrived: float = field(default_factory=time.perf_counter)
+    started: float | None = None
+    finished: float | None = None
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as received: method, path, headers (lower-case names) and parsed JSON body."""
+    """One request as received: method, path, headers (lower-case names), parsed JSON body and timing."""
 
     method: str
     path: str
     headers: Mapping[str, str]
     body: dict[str, Any]
+    timing: Timing = field(default_factory=Timing, compare=False)
 
     @property
     def bearer(self) -> str | None:
@@ -543,7 +557,9 @@ class FakeLLM:
         for name, value in scope["headers"]:
             key = name.decode("latin-1").lower()
             headers[key] = f"{headers[key]}, {value.decode('latin-1')}" if key in headers else value.decode("latin-1")
-        entry = self._next_entry(RecordedRequest(scope["method"], scope["path"], headers, body))
+        record = RecordedRequest(scope["method"], scope["path"], headers, body)
+        send = self._timed(send, record.timing)
+        entry = self._next_entry(record)
         if callable(entry):
             try:
                 entry = entry(body)
@@ -565,6 +581,19 @@ class FakeLLM:
                 await self._complete(send, rendered, disconnected)
         finally:
             watcher.cancel()
+
+    @staticmethod
+    def _timed(send: _Send, timing: Timing) -> _Send:
+        """``send``, stamping ``timing`` when the response starts and when its last byte has been written."""
+
+        async def timed_send(message: _Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.start":
+                timing.started = time.perf_counter()
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                timing.finished = time.perf_counter()
+
+        return timed_send
 
     @staticmethod
     async def _watch_disconnect(receive: _Receive, disconnected: asyncio.Event) -> None:

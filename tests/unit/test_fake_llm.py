@@ -105,6 +105,12 @@ async def test_stream_text_reasoning_tool_calls_usage_and_recording(fake_llm: Fa
     assert leftover.choices[0].message.content == DEFAULT_TEXT
     assert len(llm.requests) == 3
     assert llm.pending == 0
+    # Each request is timed in order: body arrived, response started, last byte written; one after another.
+    previous_end = 0.0
+    for timing in (r.timing for r in llm.recorded):
+        assert timing.started is not None and timing.finished is not None
+        assert previous_end <= timing.arrived <= timing.started <= timing.finished
+        previous_end = timing.finished
 
 
 @pytest.mark.anyio
@@ -130,6 +136,8 @@ async def test_cut_stream_and_stalls() -> None:
             await _collect_text(response, received)
         assert isinstance(cut.value.original_exception, litellm.APIConnectionError)
         assert "".join(received).startswith("This rep")
+        assert llm.recorded[-1].timing.started is not None
+        assert llm.recorded[-1].timing.finished is None  # a cut response never writes its last byte
 
         llm.add(
             Fault.stall(60), Fault.stall(60, after_chunks=2), Fault.slow(0.05, Reply("slow but sure", chunk_size=4))
