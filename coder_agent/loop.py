@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from coder_agent import commands, environment, persistence, prompts
+from coder_agent import commands, environment, persistence, prompts, secrets
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.compaction import compact
 from coder_agent.config import CliOverrides, Config, ConfigError, load_config, resolve_api_key
@@ -185,6 +185,7 @@ def _builtin_tools(session: Session) -> ToolSet:
 
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     """The session's permission policy from the config's mode and rules."""
+    secrets.add_key_variable(config.api_key_env)
     try:
         allow = [Rule.parse(text) for text in config.permissions.allow]
         deny = [Rule.parse(text) for text in config.permissions.deny]

@@ -37,7 +37,7 @@ stdio servers are spawned by our own small transport rather than `mcp.client.std
 hub needs what that one hides: the process (exit code, pid) and the server's stderr (its last lines explain most
 failures). The server's stderr is copied line by line to `log_to` (stderr by default, never stdout: stdout is the
 ACP channel), prefixed with the server's name. Its environment is ours with the ACP `env` entries merged over it,
-so PATH, HOME and the like work as they do in a shell; model API keys are left out (`providers.child_environ`).
+so PATH, HOME and the like work as they do in a shell; model API keys are left out (`secrets.child_environ`).
 
 Protocol: `mcp` 2.x negotiates the version (`mode="auto"`): a `server/discover` probe, falling back to the
 `initialize` handshake for 2025-era servers (a server that ignores the unknown request instead of answering
@@ -74,7 +74,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from coder_agent.model.providers import child_environ
+from coder_agent.secrets import child_environ
 
 if TYPE_CHECKING:
     from mcp.client.client import Client

@@ -6,8 +6,9 @@ come here, and the caller sends `config_option_update` (and `current_mode_update
 
 from __future__ import annotations
 
+from coder_agent.acp.presentation import mode_config_option
 from coder_agent.errors import InvalidParams
-from coder_agent.permissions import mode_config_option
+from coder_agent.permissions import is_mode
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
 from coder_agent.session import Session
 
@@ -60,6 +61,7 @@ def apply_option(session: Session, config_id: str, value: str) -> bool:
         return False
     if config_id == "mode":
         assert session.permissions is not None
+        assert is_mode(value)
         session.permissions.mode = value
     elif config_id == "model":
         assert session.config is not None

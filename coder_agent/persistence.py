@@ -78,7 +78,7 @@ def to_record(session: Session) -> SessionRecord:
 
 def restore(session: Session, record: SessionRecord) -> None:
     """Put a stored conversation back into a freshly opened session (config and policy already set)."""
-    from coder_agent.permissions import MODES, Rule
+    from coder_agent.permissions import is_mode, restore_rules
 
     session.title = record.title
     session.created_at = record.created_at
@@ -93,10 +93,10 @@ def restore(session: Session, record: SessionRecord) -> None:
         session.config = session.config.model_copy(update=updates)
     policy = session.permissions
     if policy is not None:
-        if record.mode in MODES:
+        if is_mode(record.mode):
             policy.mode = record.mode
-        policy.session_allow = [Rule.parse(r) for r in record.allow_rules]
-        policy.session_deny = [Rule.parse(r) for r in record.deny_rules]
+        policy.session_allow = restore_rules(record.allow_rules, allow=True)
+        policy.session_deny = restore_rules(record.deny_rules, allow=False)
     if session.checkpoints is not None and record.checkpoints:
         from coder_agent.checkpoints import TurnCheckpoint
 

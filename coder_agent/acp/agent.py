@@ -20,9 +20,10 @@ from anyio.abc import TaskGroup
 from coder_agent import persistence
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
+from coder_agent.acp.presentation import mode_state
 from coder_agent.errors import InternalError, InvalidParams, MethodNotFound, ResourceNotFound
 from coder_agent.options import apply_option, config_options
-from coder_agent.permissions import MODES, mode_state
+from coder_agent.permissions import MODES
 from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,

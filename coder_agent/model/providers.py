@@ -54,11 +54,7 @@ def needs_key(model: str, api_base: str | None) -> bool:
 
 
 def child_environ() -> dict[str, str]:
-    """The agent's environment without model API keys: what commands and MCP servers it starts inherit.
+    """The agent's environment without model API keys (`coder_agent.secrets.child_environ`)."""
+    from coder_agent.secrets import child_environ as without_keys
 
-    A command the model runs (or a prompt-injected one) must not be able to read the user's model key.
-    """
-    import os
-
-    secrets = {"CODER_AGENT_API_KEY", *(name for names in KEY_VARIABLES.values() for name in names)}
-    return {name: value for name, value in os.environ.items() if name not in secrets}
+    return without_keys()
