@@ -98,7 +98,7 @@ def _command_rules(policy: PermissionPolicy, action: Action) -> tuple[Rule, ...]
     for command in line.commands:
         if any(rule.covers(command) for rule in allowed):
             continue
-        prefix = None if command.exact_only else remembered_as_prefix(command.argv)
+        prefix = None if command.exact_only or command.wrapped else remembered_as_prefix(command.argv)
         if prefix is not None:
             rules.append(Rule("execute", shlex.join(prefix)))
             continue

@@ -19,7 +19,7 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "
 INTERPRETER = re.compile(
     r"(python|pypy|ipython)[0-9.]*|node(js)?|deno|bun|ruby|irb|perl[0-9.]*|php[0-9.]*|lua(jit)?[0-9.]*|tclsh|wish|"
     r"R|Rscript|julia|osascript|[gmn]?awk|sed|gsed|expect|groovy|scala|kotlinc?|java|jshell|pwsh|powershell|erl|"
-    r"elixir|iex|ghci|runghc|swift|guile|racket|sbcl|clisp|ocaml|source|\.|eval|exec|trap|make|gmake|cmake"
+    r"elixir|iex|ghci|runghc|swift|guile|racket|sbcl|clisp|ocaml|source|\.|eval|exec|trap"
 )
 BROAD_PROGRAMS = frozenset(
     {
@@ -27,6 +27,7 @@ BROAD_PROGRAMS = frozenset(
         "kill", "pkill", "killall", "curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "netcat", "socat", "telnet",
         "ftp", "find", "git-config", "crontab", "at", "systemctl", "launchctl", "npx", "uvx", "bunx", "pnpx",
         "alias", "export", "declare", "typeset", "local", "readonly", "set", "unset", "shopt", "cd", "pushd",
+        "hash", "enable", "script", "fd", "fdfind", "parallel",
     }
 )  # fmt: skip
 """Programs (besides shells, interpreters and wrappers) whose "always" is only ever the exact command."""
@@ -67,6 +68,21 @@ SHORT_WRITE_FLAGS: dict[str, frozenset[str]] = {
     **{cc: frozenset({"-o"}) for cc in ("cc", "gcc", "g++", "c++", "clang", "clang++", "go", "rustc", "ld", "as")},
 }
 VALUELESS_WRITE_FLAGS = frozenset({"-O", "--remote-name", "--remote-name-all", "--in-place"})
+EXEC_FLAGS = frozenset(
+    {
+        "--pre", "--to-command", "--checkpoint-action", "--use-compress-program", "--rsh", "--upload-pack",
+        "--receive-pack", "--exec", "--exec-batch", "--config-env", "--editor", "--pager", "--command", "--eval",
+        "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
+    }
+)  # fmt: skip
+"""Long flags that make a program run another command: like write flags, part of what the user approves."""
+SHORT_EXEC_FLAGS: dict[str, frozenset[str]] = {
+    "fd": frozenset({"-x", "-X"}),
+    "fdfind": frozenset({"-x", "-X"}),
+    "rsync": frozenset({"-e"}),
+    "tar": frozenset({"-I"}),
+    "git": frozenset({"-c"}),
+}
 
 
 @dataclass(frozen=True)
@@ -177,6 +193,8 @@ class Unwrapped:
     it is every word from there joined (`eval a b`, `watch a b`) rather than that one word."""
     writes: list[str] = field(default_factory=list)
     """Files the wrappers' own options write."""
+    placeholders: list[tuple[int, str]] = field(default_factory=list)
+    """(index, token): from that word on, xargs replaces the token with its input (`xargs -I {}`)."""
     problem: str | None = None
 
 
@@ -295,6 +313,16 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
             out.layers.append(i)
             _shell(words, i, out)
             return out
+        if name == "script":
+            out.layers.append(i)
+            out.argv = list(range(i, len(words)))
+            out.transparent = False
+            for k in range(i + 1, len(words)):
+                if (words[k] == "--command" or re.fullmatch(r"-[A-Za-z]*c", words[k])) and k + 1 < len(words):
+                    out.code.append((words[k + 1], k + 1, False))
+                elif words[k].startswith("--command="):
+                    out.problem = "`script --command=…`: give the command as a separate word"
+            return out
         if name == "eval":
             out.layers.append(i)
             out.code.append((" ".join(words[i + 1 :]), i + 1, True))
@@ -308,6 +336,8 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
                 out.problem = problem
                 return out
             out.writes += writes
+            if name == "xargs" and (token := _xargs_placeholder(words[start:after])):
+                out.placeholders.append((after, token))
             if (name == "env" and given) or writes:
                 out.transparent = False
             out.transparent = out.transparent and spec.transparent
@@ -334,6 +364,28 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
         break
     out.argv = list(range(i, len(words)))
     return out
+
+
+def _xargs_placeholder(options: Sequence[str]) -> str | None:
+    """The token `xargs -I R` / `-i` / `--replace` replaces in the command's words."""
+    for k, word in enumerate(options):
+        if word == "-I" and k + 1 < len(options):
+            return options[k + 1]
+        if word.startswith("-I") and len(word) > 2:
+            return word[2:]
+        if word in ("-i", "--replace"):
+            return "{}"
+        if word.startswith("--replace="):
+            return word.partition("=")[2] or "{}"
+        if word.startswith("-i") and len(word) > 2:
+            return word[2:]
+    return None
+
+
+def runs_commands(argv: Sequence[str]) -> bool:
+    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`)."""
+    short = SHORT_EXEC_FLAGS.get(base_name(argv[0]), frozenset()) if argv else frozenset()
+    return any(word.partition("=")[0] in EXEC_FLAGS or word in short for word in argv[1:])
 
 
 def write_targets(argv: Sequence[str]) -> list[str]:

@@ -21,10 +21,13 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from coder_agent.permissions.programs import (
+    EXEC_FLAGS,
     GENERIC_WRITE_FLAGS,
+    SHELLS,
     SHORT_WRITE_FLAGS,
     base_name,
     program_name,
+    runs_commands,
     unwrap,
     write_targets,
 )
@@ -40,6 +43,11 @@ LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | {
     "dd", "find", "ruff", "black", "npm", "pnpm", "yarn", "uv", "pip",
 }  # fmt: skip
 """Programs with flags that write files: an argument that is not fixed text could be one of them."""
+RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in", "function",
+     "select", "{", "}", "!", "[[", "]]", "coproc"}
+)  # fmt: skip
+"""Shell keywords: seen as a command name, the grammar misread the line (`! if …`), so it is not understood."""
 EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
@@ -61,6 +69,8 @@ class SimpleCommand:
     """Only an exact rule can allow it (assignments, `sudo`/`xargs`/`find -exec`, writes, unknown arguments)."""
     origin: str = ""
     """The source of the statement it belongs to, as written: what an exact rule for it names."""
+    wrapped: bool = False
+    """It runs through a wrapper (`timeout 5 pytest`): an "always" for it remembers the exact command."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +307,8 @@ class _Walker:
         peeled = unwrap(values)
         if peeled.problem:
             self.problem(peeled.problem)
+        for start, token in peeled.placeholders:
+            words = [*words[:start], *(_Word(w.value, w.literal and token not in w.value) for w in words[start:])]
         code_words: set[int] = set()
         for k in peeled.layers:
             if not words[k].literal:
@@ -317,13 +329,25 @@ class _Walker:
             if not head.literal or not head.value:
                 self.problem("a command name is not fixed text")
                 return
+            if head.value in RESERVED:
+                self.problem(f"the shell keyword `{head.value}` where a command was expected")
             program = program_name(head.value)
             argv = (program, *(w.value for w in argv_words[1:]))
             literal = tuple(w.literal for w in argv_words)
             self.invocations.append((base_name(head.value), *argv[1:]))
-            if base_name(program) == "find":
+            name = base_name(program)
+            if name in ("find", "fd", "fdfind"):
                 self.find_origin = origin
                 code_words.update(peeled.argv[0] + k for k in self.find(argv, literal, depth))
+            if (name in SHELLS or name in ("source", ".")) and not all(literal):
+                self.problem(f"`{name}` runs code from a name that is not fixed text")
+            if name == "alias":
+                for k, word in enumerate(argv[1:], start=1):
+                    if "=" in word and literal[k]:
+                        code_words.add(peeled.argv[k])
+                        self.parse(word.partition("=")[2], depth + 1)
+            if name == "hash" and "-p" in argv[1:-1]:
+                self.invocations.append((base_name(argv[argv.index("-p") + 1]),))
             if base_name(program) == "trap" and len(argv) > 1 and argv[1] != "-":
                 code_words.add(peeled.argv[1])
                 if literal[1]:
@@ -334,9 +358,10 @@ class _Walker:
             unknown_args = base_name(program) in LITERAL_ARGS_ONLY and not all(literal)
             lead = [shlex.quote(a.value) for a in assignments] + [shlex.quote(v) for v in values[: peeled.argv[0]]]
             text = self.context + " ".join([*lead, shlex.join(argv), *redirect_texts])
-            exact_only = exact or bool(writes) or unknown_args
+            exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
+            wrapped = peeled.argv[0] > 0
             self.commands.append(
-                SimpleCommand(argv, literal, text, tuple(writes), exact_only, self.origin or origin or text)
+                SimpleCommand(argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped)
             )
         for k, word in enumerate(words):
             if word.literal and k not in code_words:
@@ -346,14 +371,16 @@ class _Walker:
         """`find -exec/-execdir/-ok/-okdir … ;` runs commands (recorded here; their word indexes are returned);
         `-delete` deletes (a deny rule for rm sees it)."""
         consumed: set[int] = set()
+        fd = base_name(argv[0]) != "find"
         i = 1
         while i < len(argv):
-            if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(argv)) if argv[j] in (";", "+")), None)
+            if argv[i] in (("-x", "--exec", "-X", "--exec-batch") if fd else ("-exec", "-execdir", "-ok", "-okdir")):
+                closers = () if fd else (";", "+")
+                end = next((j for j in range(i + 1, len(argv)) if argv[j] in closers), len(argv) if fd else None)
                 if end is None:
                     self.problem("`find -exec` without its closing `;` or `+`")
                     return consumed
-                inner = [_Word(argv[j], literal[j]) for j in range(i + 1, end)]
+                inner = [_Word(argv[j], literal[j] and "{" not in argv[j]) for j in range(i + 1, end)]
                 consumed.update(range(i + 1, end))
                 if inner:
                     saved = self.context
@@ -444,4 +471,5 @@ def _target_value(node: Any) -> str:
 
 
 def is_write_flag(word: str) -> bool:
-    return word.partition("=")[0] in GENERIC_WRITE_FLAGS
+    """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
+    return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS

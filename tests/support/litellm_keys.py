@@ -62,7 +62,9 @@ def derive() -> set[str]:
         if "proxy" in path.relative_to(root).parts:
             continue
         try:
-            names |= _names_in(ast.parse(path.read_text(encoding="utf-8")))
+            text = path.read_text(encoding="utf-8")
+            if "get_secret" in text or "environ" in text or "getenv" in text:
+                names |= _names_in(ast.parse(text))
         except (SyntaxError, UnicodeDecodeError):
             continue
     providers = json.loads((root / "llms" / "openai_like" / "providers.json").read_text(encoding="utf-8"))
