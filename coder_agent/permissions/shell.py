@@ -342,10 +342,10 @@ class _Walker:
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
             if name == "alias":
-                for k, word in enumerate(argv[1:], start=1):
-                    if "=" in word and literal[k]:
+                for k, arg in enumerate(argv[1:], start=1):
+                    if "=" in arg and literal[k]:
                         code_words.add(peeled.argv[k])
-                        self.parse(word.partition("=")[2], depth + 1)
+                        self.parse(arg.partition("=")[2], depth + 1)
             if name == "hash" and "-p" in argv[1:-1]:
                 self.invocations.append((base_name(argv[argv.index("-p") + 1]),))
             if base_name(program) == "trap" and len(argv) > 1 and argv[1] != "-":
