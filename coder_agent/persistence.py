@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from coder_agent import secrets
 from coder_agent.session import Session
 from coder_agent.store import SessionRecord, SessionStore, utc_now
 
@@ -66,8 +67,8 @@ def to_record(session: Session) -> SessionRecord:
         mode=policy.mode if policy else "default",
         model=config.model if config else None,
         reasoning_effort=config.reasoning_effort if config else None,
-        messages=list(session.conversation.messages),
-        events=[dict(e) for e in session.events],
+        messages=secrets.redact_data(list(session.conversation.messages)),
+        events=secrets.redact_data([dict(e) for e in session.events]),
         cost=session.conversation.cost,
         context_tokens=session.conversation.context_tokens,
         allow_rules=[str(r) for r in policy.session_allow] if policy else [],
