@@ -77,9 +77,20 @@ async def fetch(target: FetchTarget, may_follow: HopCheck, *, max_chars: int = M
 
 
 async def _get(client: httpx.AsyncClient, target: FetchTarget) -> tuple[int, dict[str, str], bytes]:
-    """One GET to the target's first judged address, the host name kept for `Host` and TLS."""
+    """One GET to the target's judged addresses in turn (the next one when one cannot be reached)."""
+    import httpx
+
+    for address in target.addresses[:-1]:
+        try:
+            return await _get_from(client, target, address)
+        except httpx.ConnectError:
+            continue
+    return await _get_from(client, target, target.addresses[-1])
+
+
+async def _get_from(client: httpx.AsyncClient, target: FetchTarget, address: str) -> tuple[int, dict[str, str], bytes]:
+    """One GET to `address`, the host name kept for `Host` and TLS."""
     parts = urlsplit(target.url)
-    address = target.addresses[0]
     literal = f"[{address}]" if ":" in address else address
     pinned = urlunsplit((target.scheme, f"{literal}:{target.port}", parts.path or "/", parts.query, ""))
     default_port = target.port == (443 if target.scheme == "https" else 80)

@@ -267,3 +267,23 @@ async def test_fetch_redirects_are_judged_hop_by_hop(
     assert "localhost" in away and "not followed" in away
     assert "/secret" not in seen
     assert editor.permission_requests == []
+
+
+async def test_fetch_connects_to_the_address_it_judged_not_a_second_lookup(
+    local_server: tuple[str, list[str]],
+) -> None:
+    """DNS rebinding: the name is never looked up again after the check (this one does not even resolve)."""
+    from coder_agent.permissions.network import judge
+    from coder_agent.tools.fetch import fetch
+
+    base, seen = local_server
+    port = base.rsplit(":", 1)[1]
+    target = judge(f"http://rebind.invalid:{port}/page", ("127.0.0.1",))
+    assert target.local is not None
+
+    async def never(hop: object) -> str | None:
+        return "no hops in this test"
+
+    page = await fetch(target, never)
+    assert page.text == f"page /page for rebind.invalid:{port}"
+    assert seen == ["/page"]
