@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 
 from coder_agent import __version__
+from coder_agent.secrets import RedactingFilter
 
 log = logging.getLogger("coder_agent")
 
@@ -61,6 +62,7 @@ def setup_logging(log_file: Path | None, level: str) -> None:
     else:
         handler = logging.StreamHandler(sys.__stderr__)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

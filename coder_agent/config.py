@@ -29,6 +29,8 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from coder_agent.permissions.modes import ModeName
+
 __all__ = [
     "API_KEY_ENV_VAR",
     "CONFIG_ENV_VAR",
@@ -72,7 +74,6 @@ ENV_VARS: Mapping[str, str] = MappingProxyType(
 """Environment variables that set a `Config` field, mapped to the field. Empty values count as unset."""
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
-ModeName = Literal["read-only", "default", "accept-edits", "full-auto"]
 
 # extra_params keys that would collide with what the agent passes itself or with a first-class field.
 _RESERVED_EXTRA_PARAMS: Mapping[str, str] = MappingProxyType(

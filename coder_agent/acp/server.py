@@ -16,9 +16,10 @@ from typing import Any
 
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClient, Peer
+from coder_agent.acp.presentation import mode_state
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound
-from coder_agent.permissions import MODES, mode_state
+from coder_agent.permissions import MODES
 from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
+from coder_agent import secrets
 from coder_agent.agent import commands
 from coder_agent.agent.settings import ConfigSource
 from coder_agent.checkpoints import Checkpoints
@@ -229,6 +230,7 @@ class SessionManager:
 
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     """The session's permission policy from the config's mode and rules."""
+    secrets.add_key_variable(config.api_key_env)
     try:
         allow = [Rule.parse(text) for text in config.permissions.allow]
         deny = [Rule.parse(text) for text in config.permissions.deny]

@@ -5,7 +5,7 @@ Ours rather than `mcp.client.stdio.stdio_client`, because the hub needs what tha
 pid) and the server's stderr (its last lines explain most failures). The server's stderr is copied line by line to
 `log_line` (never to stdout: stdout is the ACP channel), and its last lines kept in `ServerProcess`. Its environment
 is ours with the ACP `env` entries merged over it, so PATH, HOME and the like work as they do in a shell; model API
-keys are left out (`providers.child_environ`).
+keys are left out (`secrets.child_environ`).
 
 Closing: stdin closed, `CLOSE_GRACE` to exit, SIGTERM to the process group, as long again, SIGKILL; a server that
 never finished starting gets 0.1 s. So no orphans, even of a server that ignores stdin close or starts children;
@@ -31,8 +31,8 @@ from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from coder_agent.mcp.types import McpError, McpServerSpec
-from coder_agent.model.providers import child_environ
 from coder_agent.process import spawn_group, stop_group
+from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
 

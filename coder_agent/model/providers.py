@@ -65,17 +65,6 @@ def needs_key(model: str, api_base: str | None) -> bool:
     return provider in KEY_VARIABLES
 
 
-def child_environ() -> dict[str, str]:
-    """The agent's environment without model API keys: what commands and MCP servers it starts inherit.
-
-    A command the model runs (or a prompt-injected one) must not be able to read the user's model key.
-    """
-    import os
-
-    secrets = {"CODER_AGENT_API_KEY", *(name for names in KEY_VARIABLES.values() for name in names)}
-    return {name: value for name, value in os.environ.items() if name not in secrets}
-
-
 def check_model(model: str) -> str | None:
     """None if litellm can route `model`; otherwise what is wrong with it and how to write it."""
     provider, slash, name = model.partition("/")

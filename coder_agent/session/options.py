@@ -7,12 +7,24 @@ come here, and the caller sends `config_option_update` (and `current_mode_update
 from __future__ import annotations
 
 from coder_agent.errors import InvalidParams
-from coder_agent.permissions import mode_config_option
+from coder_agent.permissions import MODES, is_mode
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
 from coder_agent.session.session import Session
 
 EFFORTS = ("minimal", "low", "medium", "high")
 DEFAULT_EFFORT = "default"
+
+
+def mode_config_option(current: str) -> SessionConfigOption:
+    """The session mode as a config option (editors draw a mode picker from it)."""
+    return SessionConfigOption(
+        id="mode",
+        name="Mode",
+        description="How much the agent may do without asking.",
+        category="mode",
+        current_value=current,
+        options=[SelectOption(value=m.id, name=m.name, description=m.description) for m in MODES.values()],
+    )
 
 
 def config_options(session: Session) -> list[SessionConfigOption]:
@@ -58,6 +70,7 @@ def apply_option(session: Session, config_id: str, value: str) -> bool:
     if option.current_value == value:
         return False
     if config_id == "mode":
+        assert is_mode(value)
         session.permissions.mode = value
     elif config_id == "model":
         session.config = session.config.model_copy(update={"model": value})

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from coder_agent import secrets
 from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
 from coder_agent.config import Config
-from coder_agent.permissions import MODES, PermissionPolicy, Rule
+from coder_agent.permissions import PermissionPolicy, is_mode, restore_rules
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
@@ -155,8 +156,8 @@ class Session:
             mode=policy.mode,
             model=self.config.model,
             reasoning_effort=self.config.reasoning_effort,
-            messages=list(self.conversation.messages),
-            events=[dict(e) for e in self.events],
+            messages=secrets.redact_data(list(self.conversation.messages)),
+            events=secrets.redact_data([dict(e) for e in self.events]),
             cost=self.conversation.cost,
             context_tokens=self.conversation.context_tokens,
             allow_rules=[str(r) for r in policy.session_allow],
@@ -181,10 +182,10 @@ class Session:
             updates["model"] = record.model
         self.config = self.config.model_copy(update=updates)
         policy = self.permissions
-        if record.mode in MODES:
+        if is_mode(record.mode):
             policy.mode = record.mode
-        policy.session_allow = [Rule.parse(r) for r in record.allow_rules]
-        policy.session_deny = [Rule.parse(r) for r in record.deny_rules]
+        policy.session_allow = restore_rules(record.allow_rules, allow=True)
+        policy.session_deny = restore_rules(record.deny_rules, allow=False)
         if record.checkpoints:
             try:
                 self.checkpoints.history = [TurnCheckpoint.from_dict(c) for c in record.checkpoints]

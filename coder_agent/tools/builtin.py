@@ -2,20 +2,21 @@
 
 Model-facing names and arguments are a contract (prompts, permission rules and users' habits rely on
 them); their descriptions live in `prompts/tools/<name>.md`. Each tool checks its call and says what it
-will do (`prepare`); `tools.executor` shows, permits and runs it.
+will do (`prepare`): the resolved places it touches, the parsed command line, the resolved fetch target,
+as an `Action` for the policy; `tools.executor` shows, permits and runs it. A tool acts on the very place
+the policy judged, never on the raw path again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from coder_agent import prompts
-from coder_agent.permissions import Action
+from coder_agent.permissions import Action, Place
 from coder_agent.protocol.content import (
     ContentToolCallContent,
     DiffContent,
@@ -35,6 +36,7 @@ MAX_COMMAND_OUTPUT_CHARS = 30_000
 DEFAULT_COMMAND_TIMEOUT_MS = 120_000
 MAX_COMMAND_TIMEOUT_MS = 600_000
 MAX_LOCATIONS = 20
+MAX_TITLE = 120
 
 
 class ReadParams(Params):
@@ -49,7 +51,7 @@ class ReadFile(BuiltinTool):
     params = ReadParams
 
     def title(self, params: ReadParams, tools: SessionTools) -> str:
-        where = tools.display(tools.path(params.path))
+        where = tools.display(tools.path(params.path).path)
         if params.offset or params.limit:
             first = params.offset or 1
             return (
@@ -60,15 +62,17 @@ class ReadFile(BuiltinTool):
         return f"Read {where}"
 
     async def prepare(self, params: ReadParams, tools: SessionTools) -> Prepared:
-        path = tools.path(params.path)
+        place = tools.path(params.path)
+        path = place.path
 
         async def run() -> Outcome:
+            tools.still_there(place)
             text = await tools.files.read_text(path)
             tools.remember(path, text)
             return Outcome(format_lines(text, params.offset or 1, params.limit))
 
         location = ToolCallLocation(path=str(path), line=params.offset or 1)
-        return Prepared(tools.action("read", path), self.title(params, tools), run, [location])
+        return Prepared(tools.action("read", place), self.title(params, tools), run, [location])
 
 
 class WriteParams(Params):
@@ -82,10 +86,11 @@ class WriteFile(BuiltinTool):
     params = WriteParams
 
     def title(self, params: WriteParams, tools: SessionTools) -> str:
-        return f"Write {tools.display(tools.path(params.path))}"
+        return f"Write {tools.display(tools.path(params.path).path)}"
 
     async def prepare(self, params: WriteParams, tools: SessionTools) -> Prepared:
-        path = tools.path(params.path)
+        place = tools.path(params.path)
+        path = place.path
         old: str | None = None
         if await tools.files.exists(path):
             old = await tools.files.read_text(path)
@@ -93,13 +98,13 @@ class WriteFile(BuiltinTool):
         diff = DiffContent(path=str(path), old_text=old, new_text=params.content)
 
         async def run() -> Outcome:
-            await tools.write(path, old, params.content)
+            await tools.write(place, old, params.content)
             lines = params.content.count("\n") + (0 if params.content.endswith("\n") or not params.content else 1)
             verb = "Created" if old is None else "Overwrote"
             return Outcome(f"{verb} {path} ({lines} lines).", [diff])
 
         return Prepared(
-            tools.action("edit", path), self.title(params, tools), run, [ToolCallLocation(path=str(path))], [diff]
+            tools.action("edit", place), self.title(params, tools), run, [ToolCallLocation(path=str(path))], [diff]
         )
 
 
@@ -135,10 +140,11 @@ class EditFile(BuiltinTool):
     params = EditParams
 
     def title(self, params: EditParams, tools: SessionTools) -> str:
-        return f"Edit {tools.display(tools.path(params.path))}"
+        return f"Edit {tools.display(tools.path(params.path).path)}"
 
     async def prepare(self, params: EditParams, tools: SessionTools) -> Prepared:
-        path = tools.path(params.path)
+        place = tools.path(params.path)
+        path = place.path
         edits = params.to_edits()
         if not await tools.files.exists(path):
             raise ToolError(f"{path} does not exist. Use write_file to create a new file.")
@@ -153,10 +159,10 @@ class EditFile(BuiltinTool):
         locations = [ToolCallLocation(path=str(path), line=r.first) for r in ranges[:MAX_LOCATIONS]]
 
         async def run() -> Outcome:
-            await tools.write(path, old, result.new_text)
+            await tools.write(place, old, result.new_text)
             return Outcome(result.message(str(path)), [diff])
 
-        return Prepared(tools.action("edit", path), self.title(params, tools), run, locations, [diff])
+        return Prepared(tools.action("edit", place), self.title(params, tools), run, locations, [diff])
 
 
 class GlobParams(Params):
@@ -178,7 +184,7 @@ class Glob(BuiltinTool):
             tools,
             root,
             self.title(params, tools),
-            lambda: search.glob_files(params.pattern, tools.session.cwd, path=root),
+            lambda: search.glob_files(params.pattern, tools.session.cwd, path=root.path),
         )
 
 
@@ -212,7 +218,7 @@ class Grep(BuiltinTool):
             lambda: search.grep(
                 params.pattern,
                 tools.session.cwd,
-                path=root,
+                path=root.path,
                 glob=params.glob,
                 ignore_case=params.ignore_case,
                 output_mode=params.output_mode,
@@ -221,20 +227,21 @@ class Grep(BuiltinTool):
         )
 
 
-def _search_root(path: str | None, tools: SessionTools) -> Path:
-    return tools.path(path) if path else tools.session.cwd
+def _search_root(path: str | None, tools: SessionTools) -> Place:
+    return tools.path(path or tools.session.cwd)
 
 
 def _where(path: str | None, tools: SessionTools) -> str:
-    return f" in {tools.display(tools.path(path))}" if path else ""
+    return f" in {tools.display(tools.path(path).path)}" if path else ""
 
 
 def _search(
-    tools: SessionTools, root: Path, title: str, find: Callable[[], Awaitable[search.SearchResult]]
+    tools: SessionTools, root: Place, title: str, find: Callable[[], Awaitable[search.SearchResult]]
 ) -> Prepared:
     """A glob or grep call: a search action on `root`; its result is shown to the user and read by the model."""
 
     async def run() -> Outcome:
+        tools.still_there(root)
         try:
             found = await find()
         except search.SearchError as exc:
@@ -258,11 +265,14 @@ class RunCommand(BuiltinTool):
     params = CommandParams
 
     def title(self, params: CommandParams, tools: SessionTools) -> str:
+        """The command on one line, shortened for the title only: the whole command is in `rawInput` and in the
+        call's content, so the user always sees everything they approve."""
         command = " ".join(params.command.split())
-        return command if len(command) <= 120 else command[:117] + "…"
+        return command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
 
     async def prepare(self, params: CommandParams, tools: SessionTools) -> Prepared:
         cwd = tools.session.cwd
+        action = tools.command_action(params.command)
         timeout = (params.timeout_ms or DEFAULT_COMMAND_TIMEOUT_MS) / 1000
 
         async def run() -> Outcome:
@@ -280,7 +290,8 @@ class RunCommand(BuiltinTool):
             display.append(_output_block(result.output))
             return Outcome(_command_report(result, timeout), display, failed=result.exit_code != 0)
 
-        return Prepared(Action("execute", command=params.command), self.title(params, tools), run)
+        shown: list[ToolCallContent] = [text_content(_fenced(params.command, "sh"))]
+        return Prepared(action, self.title(params, tools), run, preview=shown)
 
 
 class FetchParams(Params):
@@ -296,23 +307,31 @@ class Fetch(BuiltinTool):
         return f"Fetch {params.url}"
 
     async def prepare(self, params: FetchParams, tools: SessionTools) -> Prepared:
-        from coder_agent.tools.fetch import FetchError, check_url, fetch
+        from coder_agent.permissions import FetchTarget, TargetError, resolve_target
+        from coder_agent.tools.fetch import FetchError, fetch
 
         try:
-            check_url(params.url)
-        except FetchError as exc:
+            target = await resolve_target(params.url)
+        except TargetError as exc:
             raise ToolError(str(exc)) from None
+
+        async def may_follow(hop: FetchTarget) -> str | None:
+            """The approved host may redirect within itself; any other hop must pass the policy on its own."""
+            if hop.host == target.host and (hop.local is None or target.local is not None):
+                return None
+            verdict = tools.policy.decide(Action("fetch", target=hop))
+            return None if verdict.decision == "allow" else verdict.reason
 
         async def run() -> Outcome:
             try:
-                page = await fetch(params.url)
+                page = await fetch(target, may_follow)
             except FetchError as exc:
                 raise ToolError(str(exc)) from None
             header = f"{page.url} (HTTP {page.status}, {page.content_type or 'unknown type'})"
             summary = f"Fetched {header}: {len(page.text):,} characters"
             return Outcome(f"{header}\n\n{page.text}", [text_content(summary)], failed=page.status >= 400)
 
-        return Prepared(Action("fetch", tool=None), self.title(params, tools), run)
+        return Prepared(Action("fetch", target=target), self.title(params, tools), run)
 
 
 class PlanItem(Params):
@@ -342,6 +361,20 @@ def builtin_specs() -> list[dict[str, Any]]:
         },
     }
     return [*(tool.spec() for tool in TOOLS), plan]
+
+
+def _fenced(text: str, language: str = "") -> str:
+    """`text` in a Markdown code fence longer than any run of backticks inside it."""
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"{ticks}{language}\n{text}\n{ticks}"
+
+
+def _longest_backtick_run(text: str) -> int:
+    best = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        best = max(best, run)
+    return best
 
 
 def _output_block(output: str) -> ContentToolCallContent:

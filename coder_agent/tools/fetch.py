@@ -1,18 +1,38 @@
-"""The `fetch` tool's core: get a URL over HTTP(S) and turn the page into text the model can read."""
+"""The `fetch` tool's core: get a URL over HTTP(S), by hand, and turn the page into text the model can read.
+
+Every connection goes to an address the permission layer already judged (`permissions.network`): the host
+is resolved once, the request is sent to that address with the host name in the `Host` header and in TLS
+(SNI and certificate checks use the name), so a DNS answer that changes in between cannot redirect it.
+Redirects are followed one hop at a time; each hop is resolved and judged again, and a hop the caller
+does not accept (a local address, another host the user did not approve) ends the call with a message
+naming it. Proxy variables are not used: a proxy would resolve names itself.
+"""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_BYTES = 5_000_000
 MAX_CHARS = 50_000
+MAX_REDIRECTS = 10
 TIMEOUT = 30.0
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 SKIPPED_TAGS = frozenset({"script", "style", "noscript", "svg", "head", "template"})
 BLOCK_TAGS = frozenset(
     {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "section", "article", "table", "hr"}
 )
+
+HopCheck = Callable[[FetchTarget], Awaitable[str | None]]
+"""Given a redirect's target: None to follow it, or why it is not followed."""
 
 
 class FetchError(Exception):
@@ -28,40 +48,75 @@ class Page:
     truncated: bool
 
 
-async def fetch(url: str, *, max_chars: int = MAX_CHARS) -> Page:
-    """GET `url` (http or https, redirects followed) and return its text; HTML is reduced to plain text."""
+async def fetch(target: FetchTarget, may_follow: HopCheck, *, max_chars: int = MAX_CHARS) -> Page:
+    """GET the judged `target` (redirects followed while `may_follow` accepts them) and return its text."""
     import httpx
 
-    check_url(url)
-    try:
-        async with (
-            httpx.AsyncClient(follow_redirects=True, timeout=TIMEOUT) as client,
-            client.stream("GET", url, headers={"User-Agent": "coder-agent"}) as response,
-        ):
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_BYTES:
-                    break
-            content_type = response.headers.get("content-type", "")
-            status = response.status_code
-            final_url = str(response.url)
-            encoding = response.encoding or "utf-8"
-    except httpx.HTTPError as exc:
-        raise FetchError(f"Could not fetch {url}: {exc}") from None
-    text = bytes(body).decode(encoding, errors="replace")
+    async with httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT, trust_env=False) as client:
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                status, headers, body = await _get(client, target)
+            except httpx.HTTPError as exc:
+                raise FetchError(f"Could not fetch {target.url}: {exc}") from None
+            location = headers.get("location")
+            if status not in REDIRECTS or not location:
+                return _page(target.url, status, headers, body, max_chars)
+            next_url = urljoin(target.url, location)
+            try:
+                hop = await resolve_target(next_url)
+            except TargetError as exc:
+                raise FetchError(f"{target.url} redirects to {next_url}, which was not followed: {exc}") from None
+            refusal = await may_follow(hop)
+            if refusal is not None:
+                raise FetchError(
+                    f"{target.url} redirects to {next_url}, which was not followed: {refusal}. "
+                    "If you need that page, fetch its URL directly (the user may be asked)."
+                )
+            target = hop
+    raise FetchError(f"Too many redirects (more than {MAX_REDIRECTS}) from {target.url}.")
+
+
+async def _get(client: httpx.AsyncClient, target: FetchTarget) -> tuple[int, dict[str, str], bytes]:
+    """One GET to the target's judged addresses in turn (the next one when one cannot be reached)."""
+    import httpx
+
+    for address in target.addresses[:-1]:
+        try:
+            return await _get_from(client, target, address)
+        except httpx.ConnectError:
+            continue
+    return await _get_from(client, target, target.addresses[-1])
+
+
+async def _get_from(client: httpx.AsyncClient, target: FetchTarget, address: str) -> tuple[int, dict[str, str], bytes]:
+    """One GET to `address`, the host name kept for `Host` and TLS."""
+    parts = urlsplit(target.url)
+    literal = f"[{address}]" if ":" in address else address
+    pinned = urlunsplit((target.scheme, f"{literal}:{target.port}", parts.path or "/", parts.query, ""))
+    default_port = target.port == (443 if target.scheme == "https" else 80)
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    headers = {"User-Agent": "coder-agent", "Host": host if default_port else f"{host}:{target.port}"}
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    async with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_BYTES:
+                break
+        found = {key.lower(): value for key, value in response.headers.items()}
+        found["x-encoding"] = response.encoding or "utf-8"
+        return response.status_code, found, bytes(body)
+
+
+def _page(url: str, status: int, headers: dict[str, str], body: bytes, max_chars: int) -> Page:
+    content_type = headers.get("content-type", "")
+    text = body.decode(headers.get("x-encoding", "utf-8"), errors="replace")
     if "html" in content_type or text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
         text = html_to_text(text)
     truncated = len(text) > max_chars
     if truncated:
         text = text[:max_chars] + f"\n[… truncated: the page has {len(text):,} characters]"
-    return Page(final_url, status, content_type, text, truncated)
-
-
-def check_url(url: str) -> None:
-    """FetchError unless `url` is an http(s) URL."""
-    if not re.match(r"^https?://[^/\s]", url, re.IGNORECASE):
-        raise FetchError(f"Only http:// and https:// URLs can be fetched, not {url!r}.")
+    return Page(url, status, content_type, text, truncated)
 
 
 class _TextExtractor(HTMLParser):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent.model.providers import child_environ
 from coder_agent.process import signal_group, spawn_group, stop_group
+from coder_agent.secrets import child_environ, editor_terminal_env
 from coder_agent.session.bridge import ClientBridge
 
 OUTPUT_BYTE_LIMIT = 1_000_000
@@ -56,7 +56,7 @@ async def run_in_terminal(
     """Run in the client's terminal: create, show, wait (bounded), kill if needed, read, release."""
     shell, args = shell_argv(command)
     terminal_id = await client.create_terminal(
-        shell, args, cwd=str(cwd), env=COMMAND_ENV, output_byte_limit=OUTPUT_BYTE_LIMIT
+        shell, args, cwd=str(cwd), env={**editor_terminal_env(), **COMMAND_ENV}, output_byte_limit=OUTPUT_BYTE_LIMIT
     )
     exited = False
     try:

@@ -1,0 +1,25 @@
+"""ACP presentation of the permission layer: session modes and permission options.
+
+The policy (`coder_agent.permissions`) holds plain data; this module turns it into the wire's objects.
+"""
+
+from __future__ import annotations
+
+from coder_agent.permissions import MODES, Choice
+from coder_agent.protocol.schema import (
+    PermissionOption,
+    SessionMode,
+    SessionModeState,
+)
+
+
+def session_modes() -> list[SessionMode]:
+    return [SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES.values()]
+
+
+def mode_state(current: str) -> SessionModeState:
+    return SessionModeState(current_mode_id=current, available_modes=session_modes())
+
+
+def permission_options(choices: list[Choice]) -> list[PermissionOption]:
+    return [PermissionOption(option_id=c.kind, name=c.label, kind=c.kind) for c in choices]

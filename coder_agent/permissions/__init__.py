@@ -1,0 +1,46 @@
+"""The permission layer: what a tool call may do without asking, one mechanism per module.
+
+* `policy` — the one small module that decides allow, ask or deny from (mode, rules, resolved action);
+* `modes` — the session modes as plain data (`ModeName`, what each means);
+* `rules` — rule strings (`edit:src/**`, `execute:git status`, `execute:=…`, `fetch:host`) and how they match;
+* `always` — what an "always" answer remembers, and the choices a prompt offers;
+* `paths` — resolution (symlinks, `..`) and containment against the session's roots;
+* `shell` and `programs` — command lines parsed into simple commands, wrappers, interpreters, write flags;
+* `network` — where a fetch goes (resolved once, local and private addresses told apart).
+
+Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter before a command is checked.
+"""
+
+from coder_agent.permissions.always import Choice, Offer, offer, restore_rules
+from coder_agent.permissions.modes import DEFAULT_MODE, MODES, ModeInfo, ModeName, is_mode
+from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
+from coder_agent.permissions.paths import Place, resolve, still_there
+from coder_agent.permissions.policy import Action, Decision, PermissionPolicy, Verdict
+from coder_agent.permissions.rules import Rule
+from coder_agent.permissions.shell import CommandLine, SimpleCommand, analyse
+
+__all__ = [
+    "DEFAULT_MODE",
+    "MODES",
+    "Action",
+    "Choice",
+    "CommandLine",
+    "Decision",
+    "FetchTarget",
+    "ModeInfo",
+    "ModeName",
+    "Offer",
+    "PermissionPolicy",
+    "Place",
+    "Rule",
+    "SimpleCommand",
+    "TargetError",
+    "Verdict",
+    "analyse",
+    "is_mode",
+    "offer",
+    "resolve",
+    "resolve_target",
+    "restore_rules",
+    "still_there",
+]

@@ -1,0 +1,52 @@
+"""The session modes as plain data: one `ModeName` Literal, and what each mode means in words a user reads.
+
+The config's `default_mode`, the policy, `session/set_mode` and the editor's mode picker are all built from
+this table (`acp.presentation` turns it into ACP objects). The descriptions say exactly what holds; the
+README's modes table says the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeGuard, get_args
+
+ModeName = Literal["read-only", "default", "accept-edits", "full-auto"]
+DEFAULT_MODE: ModeName = "default"
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    id: ModeName
+    name: str
+    description: str
+
+
+MODES: dict[ModeName, ModeInfo] = {
+    info.id: info
+    for info in (
+        ModeInfo(
+            "read-only",
+            "Read only",
+            "Reads and searches in the workspace; edits and commands are refused, fetches ask.",
+        ),
+        ModeInfo(
+            "default", "Ask", "Reads and searches in the workspace freely; asks before every edit, command and fetch."
+        ),
+        ModeInfo(
+            "accept-edits",
+            "Accept edits",
+            "Edits files in the workspace without asking; asks before commands and fetches.",
+        ),
+        ModeInfo(
+            "full-auto",
+            "Full auto",
+            "Edits, commands and fetches run without asking. Commands can reach anything your account can; "
+            "file tools, fetches of local addresses and visible command writes outside the workspace still ask.",
+        ),
+    )
+}
+assert set(MODES) == set(get_args(ModeName)), "every mode has one row"
+
+
+def is_mode(value: str) -> TypeGuard[ModeName]:
+    return value in MODES

@@ -1,0 +1,194 @@
+"""The permission policy: allow, ask or deny, from the session's mode, its rules and a resolved action.
+
+`decide` reads top to bottom, and the first step that answers wins:
+
+1. **Deny rules** (config, or "always reject" this session): deny if any one matches any part of the action:
+   a path it touches, a simple command it runs (or a wrapper layer of one), a file a command writes, the host.
+2. **Read-only mode**: anything but reading, searching and fetching is denied.
+3. **Containment**: a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
+   a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
+   mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
+4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
+   every simple command of a command line the parser understood, the host, the MCP tool.
+5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `full-auto`
+   allows everything (a command line the parser could not follow still asks when command deny rules exist,
+   since they could not be checked against it); anything else asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from coder_agent.permissions.modes import DEFAULT_MODE, ModeName
+from coder_agent.permissions.network import FetchTarget
+from coder_agent.permissions.paths import Place
+from coder_agent.permissions.rules import ANY, PATH_KINDS, Rule
+from coder_agent.permissions.shell import CommandLine
+
+if TYPE_CHECKING:
+    from coder_agent.protocol.content import ToolKind
+
+Decision = Literal["allow", "ask", "deny"]
+QUIET_KINDS = frozenset({"read", "search", "think"})
+READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """What a tool call is about to do, resolved: the policy decides on this alone."""
+
+    kind: ToolKind
+    places: tuple[Place, ...] = ()
+    """The paths a file tool touches."""
+    command: CommandLine | None = None
+    """The analysed command line of run_command."""
+    writes: tuple[Place, ...] = ()
+    """Files the command visibly writes (redirections, tee, write flags), resolved."""
+    target: FetchTarget | None = None
+    """Where a fetch goes."""
+    tool: str | None = None
+    """For tools of MCP servers: the model-facing tool name, which rules match."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    reason: str
+    """Why, in words the user and the model can read."""
+
+
+@dataclass
+class PermissionPolicy:
+    """Decides what a session's tool calls may do; holds the config's rules and the session's remembered ones."""
+
+    cwd: Path
+    mode: ModeName = DEFAULT_MODE
+    allow: list[Rule] = field(default_factory=list)
+    """From the user's config (a project file cannot add allow rules)."""
+    deny: list[Rule] = field(default_factory=list)
+    session_allow: list[Rule] = field(default_factory=list)
+    session_deny: list[Rule] = field(default_factory=list)
+
+    def decide(self, action: Action) -> Verdict:
+        if (rule := self._denying_rule(action)) is not None:
+            return Verdict("deny", f"denied by the rule `{rule}`")
+        if self.mode == "read-only" and action.kind not in READ_ONLY_KINDS:
+            return Verdict("deny", "the session is in read-only mode; switch the mode to allow changes and commands")
+        if (reason := self._beyond_the_workspace(action)) is not None:
+            return Verdict("ask", reason)
+        if (rules := self._allowing_rules(action)) is not None:
+            return Verdict("allow", f"allowed by {', '.join(f'`{r}`' for r in rules)}")
+        return self._by_mode(action)
+
+    # ---- 1. deny --------------------------------------------------------------------------------
+
+    def _denying_rule(self, action: Action) -> Rule | None:
+        for rule in (*self.deny, *self.session_deny):
+            if rule.applies_to(action.kind) and _matches(rule, action, for_deny=True):
+                return rule
+            if rule.applies_to("edit") and any(rule.matches_place(p) for p in action.writes):
+                return rule
+        return None
+
+    # ---- 3. containment -------------------------------------------------------------------------
+
+    def _beyond_the_workspace(self, action: Action) -> str | None:
+        for place in action.places:
+            if not place.inside and not self._user_names(action.kind, place):
+                return f"{place.real} is outside the workspace"
+        for place in action.writes:
+            if not place.inside and not self._user_names("edit", place):
+                return f"the command writes {place.real}, outside the workspace"
+        target = action.target
+        if target is not None and target.local is not None and not self._user_names_host(target.host):
+            return target.local
+        return None
+
+    def _user_names(self, kind: str, place: Place) -> bool:
+        """Whether the user's own config names this outside path by an absolute glob."""
+        return any(r.applies_to(kind) and r.absolute and r.matches_place(place) for r in self.allow)
+
+    def _user_names_host(self, host: str) -> bool:
+        """Whether the user's own config names this host exactly (no wildcard reaches a local address)."""
+        return any(r.applies_to("fetch") and r.matches_host(host, explicit=True) for r in self.allow)
+
+    # ---- 4. allow -------------------------------------------------------------------------------
+
+    def _allowing_rules(self, action: Action) -> list[Rule] | None:
+        rules = [r for r in (*self.allow, *self.session_allow) if r.applies_to(action.kind)]
+        if action.kind == "execute" and action.command is not None:
+            line = action.command
+            if not line.understood or not line.commands:
+                return None
+            used: list[Rule] = []
+            for command in line.commands:
+                rule = next((r for r in rules if r.covers(command)), None)
+                if rule is None:
+                    return None
+                used.append(rule)
+            return list(dict.fromkeys(used))
+        matching = [r for r in rules if _matches(r, action, for_deny=False)]
+        return matching[:1] or None
+
+    # ---- 5. the mode ----------------------------------------------------------------------------
+
+    def _by_mode(self, action: Action) -> Verdict:
+        if action.kind in QUIET_KINDS:
+            return Verdict("allow", "reading and searching inside the workspace never ask")
+        if self.mode == "full-auto":
+            line = action.command
+            if line is not None and not line.understood and self._command_deny_rules():
+                return Verdict(
+                    "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
+                )
+            return Verdict("allow", "full-auto mode")
+        if self.mode == "accept-edits" and action.kind == "edit" and action.tool is None:
+            return Verdict("allow", "accept-edits mode")
+        return Verdict("ask", f"{action.kind} asks in this mode")
+
+    def _command_deny_rules(self) -> list[Rule]:
+        return [r for r in (*self.deny, *self.session_deny) if r.applies_to("execute")]
+
+    # ---- remembering ----------------------------------------------------------------------------
+
+    def with_session_rules(self, allow: Iterable[Rule] = (), deny: Iterable[Rule] = ()) -> PermissionPolicy:
+        """A copy with more remembered rules (to check what an "always" would do before offering it)."""
+        return PermissionPolicy(
+            self.cwd,
+            self.mode,
+            list(self.allow),
+            list(self.deny),
+            [*self.session_allow, *allow],
+            [*self.session_deny, *deny],
+        )
+
+    def remember(self, rules: Iterable[Rule], *, allow: bool) -> list[Rule]:
+        """Add rules the user chose "always" for; returns those that were new."""
+        target = self.session_allow if allow else self.session_deny
+        added = [r for r in dict.fromkeys(rules) if r not in target]
+        target.extend(added)
+        return added
+
+
+def _matches(rule: Rule, action: Action, *, for_deny: bool) -> bool:
+    """Whether a rule of the action's kind matches it (deny: any part; allow: every part)."""
+    if action.tool is not None:
+        return rule.matches_tool(action.tool)
+    if action.kind == "execute":
+        line = action.command
+        if line is None:
+            return rule.pattern in ANY
+        if rule.pattern in ANY:
+            return True
+        if for_deny:
+            return any(rule.denies(i) for i in line.invocations) or any(rule.denies_command(c) for c in line.commands)
+        return False  # allow rules for commands are checked per simple command in `_allowing_rules`
+    if action.kind == "fetch" and action.target is not None:
+        return rule.matches_host(action.target.host)
+    if action.kind in PATH_KINDS and action.places:
+        hits = [rule.matches_place(place) for place in action.places]
+        return any(hits) if for_deny else all(hits)
+    return rule.pattern in ANY or rule.pattern == "**"

@@ -1,0 +1,475 @@
+"""Command lines parsed with a real shell grammar (tree-sitter-bash) into the simple commands they run.
+
+`analyse(line)` finds every simple command a bash line runs: through `&&`, `||`, `;`, `&`, pipes, subshells,
+`{ }`, `if`/`for`/`while`/`case`, functions, `$(…)`, backticks, `<(…)`, here-documents that expand, and
+the command strings of `bash -c`, `sh -c`, `eval`, `watch`, `trap`, `xargs sh -c`, `find -exec`. Each is
+normalised: quotes and backslashes removed, `/bin/rm` read as `rm`, `NAME=value` assignments and wrappers
+(`sudo`, `env`, `timeout`, `xargs`, … in `programs`) peeled off. Each records the files it visibly writes
+(redirections, `tee`, write flags) and whether a word-prefix rule may cover it at all.
+
+What the parser cannot follow makes the line "not understood" (`problems`): syntax errors, a command name
+that is not fixed text (`$CMD`, `$(…)`), a shell reading commands from its input, quoted text holding
+`$(`/backticks that something could run later, and anything else unexpected. tree-sitter is imported on
+first use, never at startup.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING, Any
+
+from coder_agent.permissions.programs import (
+    EXEC_FLAGS,
+    GENERIC_WRITE_FLAGS,
+    SHELLS,
+    SHORT_WRITE_FLAGS,
+    base_name,
+    program_name,
+    runs_commands,
+    unwrap,
+    write_targets,
+)
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+MAX_DEPTH = 8
+HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+WRITE_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
+LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | {
+    "pytest", "py.test", "mypy", "tsc", "cargo", "eslint", "prettier", "jest", "vitest", "coverage", "tee", "sed",
+    "dd", "find", "ruff", "black", "npm", "pnpm", "yarn", "uv", "pip",
+}  # fmt: skip
+"""Programs with flags that write files: an argument that is not fixed text could be one of them."""
+RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in", "function",
+     "select", "{", "}", "!", "[[", "]]", "coproc"}
+)  # fmt: skip
+"""Shell keywords: seen as a command name, the grammar misread the line (`! if …`), so it is not understood."""
+EXPANSIONS = frozenset(
+    {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
+)
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command a line runs, normalised."""
+
+    argv: tuple[str, ...]
+    """The program (`/usr/bin/git` read as `git`; `./git` kept) and its arguments, unquoted."""
+    literal: tuple[bool, ...]
+    """Per word of `argv`: whether it is fixed text (no expansion, glob or brace)."""
+    text: str
+    """The canonical form: assignments, wrappers, the command and its redirections, quoted as a shell would."""
+    writes: tuple[str, ...] = ()
+    """Files it visibly writes ("" when the name is not known: `sed -i`, `find -delete`)."""
+    exact_only: bool = False
+    """Only an exact rule can allow it (assignments, `sudo`/`xargs`/`find -exec`, writes, unknown arguments)."""
+    origin: str = ""
+    """The source of the statement it belongs to, as written: what an exact rule for it names."""
+    wrapped: bool = False
+    """It runs through a wrapper (`timeout 5 pytest`): an "always" for it remembers the exact command."""
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What a command line runs, as far as the parser can tell."""
+
+    source: str
+    commands: tuple[SimpleCommand, ...] = ()
+    """Every simple command; an allow rule must cover each of them."""
+    invocations: tuple[tuple[str, ...], ...] = ()
+    """Every word list a deny rule is held against: each command, and each wrapper layer with what it runs."""
+    problems: tuple[str, ...] = ()
+    """Why the line is not understood; empty when it is."""
+
+    @property
+    def understood(self) -> bool:
+        return not self.problems
+
+
+@cache
+def _parser() -> Parser:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+@lru_cache(maxsize=256)
+def analyse(line: str) -> CommandLine:
+    """The simple commands `line` runs; see the module docstring."""
+    walker = _Walker()
+    walker.parse(line, 0)
+    return CommandLine(line, tuple(walker.commands), tuple(dict.fromkeys(walker.invocations)), tuple(walker.problems))
+
+
+@dataclass
+class _Word:
+    value: str
+    literal: bool
+
+
+@dataclass
+class _Walker:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    invocations: list[tuple[str, ...]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    forced_exact: bool = False
+    """Inside a command string run through a wrapper that is not transparent (`sudo bash -c '…'`)."""
+    context: str = ""
+    """That wrapper, in front of every command text inside it, so `sudo bash -c 'x'` never reads as `x`."""
+    origin: str = ""
+    """The statement whose exact rule covers the commands being walked ("" : each command's own source)."""
+    find_origin: str = ""
+
+    def problem(self, text: str) -> None:
+        if text not in self.problems:
+            self.problems.append(text)
+
+    def parse(self, line: str, depth: int, *, context: str | None = None, origin: str = "") -> None:
+        """Walk `line`; inside a wrapper that is not transparent (`context`), every command is exact-only."""
+        saved = (self.forced_exact, self.context, self.origin)
+        if context is not None:
+            self.forced_exact = True
+            self.context = f"{self.context}{context} ⟨"
+            self.origin = self.origin or origin
+        try:
+            self._parse(line, depth)
+        finally:
+            self.forced_exact, self.context, self.origin = saved
+
+    def _parse(self, line: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            self.problem("command strings nested too deep")
+            return
+        if "\x00" in line:
+            self.problem("a NUL character")
+            return
+        tree = _parser().parse(line.encode("utf-8"))
+        if tree.root_node.has_error:
+            self.problem("the shell syntax could not be parsed")
+        self.walk(tree.root_node, depth, ())
+
+    # ---- the tree -------------------------------------------------------------------------------
+
+    def walk(self, node: Node, depth: int, redirects: tuple[Node, ...]) -> None:
+        """Find the simple commands under a statement node; `redirects` are those of enclosing statements."""
+        kind = node.type
+        if kind == "ERROR" or node.is_missing:
+            self.problem("the shell syntax could not be parsed")
+            return
+        if kind == "comment" or not node.is_named:
+            return
+        if kind == "redirected_statement":
+            own = tuple(c for c in node.named_children if c.type.endswith("_redirect"))
+            for child in own:
+                self.redirect(child, depth)
+            saved = self.origin
+            self.origin = self.origin or _text(node)
+            try:
+                for child in node.named_children:
+                    if child not in own:
+                        self.walk(child, depth, redirects + own)
+            finally:
+                self.origin = saved
+        elif kind == "command":
+            self.command(node, depth, redirects)
+        elif kind.endswith("_redirect"):
+            self.redirect(node, depth)
+        elif kind in ("variable_assignment", "variable_assignments"):
+            self.substitutions(node, depth)
+            assignments = [node] if kind == "variable_assignment" else list(node.named_children)
+            self.add([self.word(a) for a in assignments], [], [], redirects, assignments_only=True)
+        elif kind in ("declaration_command", "unset_command"):
+            self.substitutions(node, depth)
+            words = [_Word(_text(node.children[0]), True), *(self.word(c) for c in node.named_children)]
+            self.add([], words, [], redirects, depth=depth)
+        elif kind in ("raw_string", "word", "ansi_c_string", "string_content"):
+            self.code_like(_text(node))
+        elif kind == "expansion" and "@P" in _text(node):
+            self.problem("a prompt expansion (`${…@P}`) can run commands")
+        else:
+            for child in node.children:
+                self.walk(child, depth, redirects)
+
+    def redirect(self, node: Node, depth: int) -> None:
+        """A redirection's words may run commands; a here-document's line may go on with more statements."""
+        if node.type != "heredoc_redirect":
+            self.substitutions(node, depth)
+            return
+        for child in node.named_children:
+            if child.type in ("heredoc_body", "file_redirect"):
+                self.substitutions(child, depth)
+            elif child.type not in ("heredoc_start", "heredoc_end", "heredoc_content"):
+                self.walk(child, depth, ())
+
+    def substitutions(self, node: Node, depth: int) -> None:
+        """Look inside a word, assignment or redirection for the commands it runs ($(…), `…`, <(…))."""
+        if node.type == "ERROR" or node.is_missing:
+            self.problem("the shell syntax could not be parsed")
+        elif node.type in ("command_substitution", "process_substitution"):
+            for statement in node.named_children:
+                self.walk(statement, depth, ())
+        elif node.type == "expansion" and "@P" in _text(node):
+            self.problem("a prompt expansion (`${…@P}`) can run commands")
+        else:
+            for child in node.children:
+                self.substitutions(child, depth)
+
+    def code_like(self, value: str) -> None:
+        if "$(" in value or "`" in value:
+            self.problem("quoted text holds `$(` or a backtick, which a command could run")
+
+    # ---- words ----------------------------------------------------------------------------------
+
+    def word(self, node: Node) -> _Word:
+        kind = node.type
+        text = _text(node)
+        if kind == "word":
+            value = _unescape(text)
+            literal = not any(c in text for c in "*?[{") and not text.startswith("~")
+            result = _Word(value, literal)
+        elif kind == "number":
+            result = _Word(text, True)
+        elif kind == "raw_string":
+            result = _Word(text[1:-1], True)
+        elif kind == "ansi_c_string":
+            result = _Word(text[2:-1], "\\" not in text)
+        elif kind in ("string", "translated_string"):
+            parts = [c for c in node.named_children]
+            literal = all(c.type == "string_content" for c in parts)
+            value = "".join(_unescape_double(_text(c)) for c in parts) if literal else text
+            result = _Word(value, literal)
+        elif kind == "concatenation":
+            pieces = [self.word(c) for c in node.named_children]
+            result = _Word("".join(p.value for p in pieces), all(p.literal for p in pieces))
+            if not result.literal:
+                result = _Word(text, False)
+        elif kind == "variable_assignment":
+            name_node = node.child_by_field_name("name")
+            value_node = node.child_by_field_name("value")
+            inner = self.word(value_node) if value_node is not None else _Word("", True)
+            prefix = _text(name_node) if name_node is not None else text.partition("=")[0]
+            op = "+=" if text[len(prefix) :].startswith("+=") else "="
+            result = _Word(f"{prefix}{op}{inner.value}", inner.literal)
+        else:
+            result = _Word(text, False)
+        return result
+
+    # ---- commands -------------------------------------------------------------------------------
+
+    def command(self, node: Node, depth: int, redirects: tuple[Node, ...]) -> None:
+        for child in node.children:
+            if child.type.endswith("_redirect"):
+                self.redirect(child, depth)
+            else:
+                self.substitutions(child, depth)
+        assignments: list[_Word] = []
+        words: list[_Word] = []
+        own_redirects: list[Node] = []
+        for child in node.named_children:
+            if child.type == "variable_assignment" and not words:
+                assignments.append(self.word(child))
+            elif child.type.endswith("_redirect"):
+                own_redirects.append(child)
+            elif child.type == "command_name":
+                words.append(self.word(child.named_children[0]) if child.named_children else _Word("", False))
+            elif child.type != "comment":
+                words.append(self.word(child))
+        self.add(assignments, words, own_redirects, redirects, depth=depth, origin=self.origin or _text(node))
+
+    def add(
+        self,
+        assignments: list[_Word],
+        words: list[_Word],
+        own_redirects: list[Node],
+        redirects: tuple[Node, ...],
+        *,
+        depth: int = 0,
+        assignments_only: bool = False,
+        via: str | None = None,
+        origin: str = "",
+    ) -> None:
+        """Record one simple command: unwrap it, find what it writes, and whether a prefix rule may cover it."""
+        redirect_texts, writes = _redirects([*own_redirects, *redirects])
+        for word in assignments:
+            self.code_like(word.value if word.literal else "")
+        if assignments_only or not words:
+            text = " ".join([*(shlex.quote(a.value) for a in assignments), *redirect_texts])
+            if text:
+                text = self.context + text
+                self.commands.append(SimpleCommand((), (), text, tuple(writes), True, self.origin or origin))
+            return
+        values = [w.value for w in words]
+        peeled = unwrap(values)
+        if peeled.problem:
+            self.problem(peeled.problem)
+        for start, token in peeled.placeholders:
+            words = [*words[:start], *(_Word(w.value, w.literal and token not in w.value) for w in words[start:])]
+        code_words: set[int] = set()
+        for k in peeled.layers:
+            if not words[k].literal:
+                self.problem("a command name is not fixed text")
+            self.invocations.append((base_name(values[k]), *values[k + 1 :]))
+        exact = self.forced_exact or not peeled.transparent or bool(assignments) or via is not None
+        for code, index, joined in peeled.code:
+            span = range(index, len(words)) if joined else range(index, index + 1)
+            code_words.update(span)
+            if all(words[k].literal for k in span):
+                wrapper = shlex.join([a.value for a in assignments] + values[:index])
+                self.parse(code, depth + 1, context=wrapper if exact else None, origin=origin)
+            else:
+                self.problem("a command string that is not fixed text")
+        if peeled.argv:
+            argv_words = [words[k] for k in peeled.argv]
+            head = argv_words[0]
+            if not head.literal or not head.value:
+                self.problem("a command name is not fixed text")
+                return
+            if head.value in RESERVED:
+                self.problem(f"the shell keyword `{head.value}` where a command was expected")
+            program = program_name(head.value)
+            argv = (program, *(w.value for w in argv_words[1:]))
+            literal = tuple(w.literal for w in argv_words)
+            self.invocations.append((base_name(head.value), *argv[1:]))
+            name = base_name(program)
+            if name in ("find", "fd", "fdfind"):
+                self.find_origin = origin
+                code_words.update(peeled.argv[0] + k for k in self.find(argv, literal, depth))
+            if (name in SHELLS or name in ("source", ".")) and not all(literal):
+                self.problem(f"`{name}` runs code from a name that is not fixed text")
+            if name == "alias":
+                for k, arg in enumerate(argv[1:], start=1):
+                    if "=" in arg and literal[k]:
+                        code_words.add(peeled.argv[k])
+                        self.parse(arg.partition("=")[2], depth + 1)
+            if name == "hash" and "-p" in argv[1:-1]:
+                self.invocations.append((base_name(argv[argv.index("-p") + 1]),))
+            if base_name(program) == "trap" and len(argv) > 1 and argv[1] != "-":
+                code_words.add(peeled.argv[1])
+                if literal[1]:
+                    self.parse(argv[1], depth + 1, context="trap" if exact else None, origin=origin)
+                else:
+                    self.problem("a command string that is not fixed text")
+            writes += peeled.writes + write_targets(argv)
+            unknown_args = base_name(program) in LITERAL_ARGS_ONLY and not all(literal)
+            lead = [shlex.quote(a.value) for a in assignments] + [shlex.quote(v) for v in values[: peeled.argv[0]]]
+            text = self.context + " ".join([*lead, shlex.join(argv), *redirect_texts])
+            exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
+            wrapped = peeled.argv[0] > 0
+            self.commands.append(
+                SimpleCommand(argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped)
+            )
+        for k, word in enumerate(words):
+            if word.literal and k not in code_words:
+                self.code_like(word.value)
+
+    def find(self, argv: tuple[str, ...], literal: tuple[bool, ...], depth: int) -> set[int]:
+        """`find -exec/-execdir/-ok/-okdir … ;` runs commands (recorded here; their word indexes are returned);
+        `-delete` deletes (a deny rule for rm sees it)."""
+        consumed: set[int] = set()
+        fd = base_name(argv[0]) != "find"
+        i = 1
+        while i < len(argv):
+            if argv[i] in (("-x", "--exec", "-X", "--exec-batch") if fd else ("-exec", "-execdir", "-ok", "-okdir")):
+                closers = () if fd else (";", "+")
+                end = next((j for j in range(i + 1, len(argv)) if argv[j] in closers), len(argv) if fd else None)
+                if end is None:
+                    self.problem("`find -exec` without its closing `;` or `+`")
+                    return consumed
+                inner = [_Word(argv[j], literal[j] and "{" not in argv[j]) for j in range(i + 1, end)]
+                consumed.update(range(i + 1, end))
+                if inner:
+                    saved = self.context
+                    self.context = f"{saved}find {argv[i]} ⟨"
+                    try:
+                        self.add([], inner, [], (), depth=depth, via="find", origin=self.origin or self.find_origin)
+                    finally:
+                        self.context = saved
+                i = end + 1
+                continue
+            if argv[i] == "-delete":
+                self.invocations.append(("rm", "-delete"))
+            i += 1
+        return consumed
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", errors="replace")
+
+
+def _unescape(text: str) -> str:
+    """An unquoted word's value: each backslash takes the next character literally (`\\rm` → `rm`)."""
+    out: list[str] = []
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars, "")
+            out.append("" if nxt == "\n" else nxt)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _unescape_double(text: str) -> str:
+    """Inside double quotes a backslash escapes only `$`, a backtick, `"`, `\\` and a newline."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '$`"\\\n':
+            out.append("" if text[i + 1] == "\n" else text[i + 1])
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _redirects(nodes: list[Node]) -> tuple[list[str], list[str]]:
+    """Canonical texts of redirections, and the files they write."""
+    texts: list[str] = []
+    writes: list[str] = []
+    for node in nodes:
+        if node.type != "file_redirect":
+            texts.append(_text(node))
+            nested = [c for c in node.named_children if c.type == "file_redirect"]
+            writes += _redirects(nested)[1]
+            continue
+        fd = ""
+        op = ""
+        target: Any = None
+        for child in node.children:
+            if child.type == "file_descriptor":
+                fd = _text(child)
+            elif not child.is_named:
+                op = child.type
+            else:
+                target = child
+        value = _target_value(target)
+        duplicate = op in (">&", "<&") and (value.isdigit() or value == "-")
+        texts.append(f"{fd}{op}{value}" if duplicate else f"{fd}{op} {shlex.quote(value)}")
+        harmless = value in HARMLESS_TARGETS or value.startswith("/dev/fd/")
+        if (op in WRITE_REDIRECTS or (op == ">&" and not duplicate)) and not harmless:
+            writes.append(value)
+    return texts, writes
+
+
+def _target_value(node: Any) -> str:
+    if node is None:
+        return ""
+    text = _text(node)
+    if node.type == "word":
+        return _unescape(text)
+    if node.type == "raw_string":
+        return text[1:-1]
+    if node.type == "string" and all(c.type == "string_content" for c in node.named_children):
+        return "".join(_unescape_double(_text(c)) for c in node.named_children)
+    return text
+
+
+def is_write_flag(word: str) -> bool:
+    """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
+    return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS

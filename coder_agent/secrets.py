@@ -1,0 +1,98 @@
+"""Model credentials stay in the agent: child environments without them, and their values redacted from output.
+
+A key variable is `CODER_AGENT_API_KEY`, the config's `api_key_env`, every credential variable litellm reads
+(`key_variables.KEY_VARIABLES`, generated from litellm's own metadata), and whole families where providers
+read several (`AWS_*`, `AZURE_*`, …). `child_environ()` is the agent's environment without them: what local
+commands and stdio MCP servers inherit (an MCP server's own `env` entry may still set one explicitly).
+`editor_terminal_env()` blanks them for commands run in the editor's terminal, whose environment the
+editor owns. As a second line of defence, `redact()` replaces the values of key variables wherever they
+would reach a permission request, a tool result, a log line or the session store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from coder_agent.key_variables import KEY_VARIABLES
+
+API_KEY_ENV_VAR = "CODER_AGENT_API_KEY"
+KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_", "VERTEX_AI_", "WATSONX_",
+                "DATABRICKS_", "GOOGLE_CLOUD_CREDENTIALS", "GOOGLE_APPLICATION_CREDENTIALS")  # fmt: skip
+"""Prefixes of variables removed whole: providers read several of each (keys, tokens, profiles, endpoints)."""
+MIN_SECRET_LENGTH = 8
+"""Shorter values are not redacted: they would blank ordinary words."""
+
+_configured: set[str] = set()
+
+
+def add_key_variable(name: str | None) -> None:
+    """Treat `name` (the config's `api_key_env`) as a key variable too."""
+    if name:
+        _configured.add(name)
+
+
+def is_key_variable(name: str) -> bool:
+    return name == API_KEY_ENV_VAR or name in KEY_VARIABLES or name in _configured or name.startswith(KEY_FAMILIES)
+
+
+def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment (or `environ`) without any key variable."""
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if not is_key_variable(name)}
+
+
+def editor_terminal_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """For `terminal/create`: every key variable the agent has, set empty (ACP can add variables, not remove)."""
+    source = os.environ if environ is None else environ
+    return {name: "" for name in source if is_key_variable(name)}
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(value, variable) of every key variable long enough to redact, longest first."""
+    source = os.environ if environ is None else environ
+    found = {value.strip(): name for name, value in source.items() if is_key_variable(name)}
+    return sorted(
+        ((value, name) for value, name in found.items() if len(value) >= MIN_SECRET_LENGTH),
+        key=lambda pair: -len(pair[0]),
+    )
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` with the value of every key variable replaced by `[redacted NAME]`."""
+    for value, name in secret_values(environ):
+        if value in text:
+            text = text.replace(value, f"[redacted {name}]")
+    return text
+
+
+def redact_data(data: Any) -> Any:
+    """Every string inside JSON-like data redacted (dicts, lists and strings; other values as they are)."""
+    if not secret_values():
+        return data
+    if isinstance(data, str):
+        return redact(data)
+    if isinstance(data, dict):
+        return {key: redact_data(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [redact_data(item) for item in data]
+    return data
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts key values from every record a handler writes (the message with its arguments merged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not secret_values():
+            return True
+        message = record.getMessage()
+        cleaned = redact(message)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True

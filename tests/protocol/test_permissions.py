@@ -1,0 +1,289 @@
+"""Issue 9's reproductions through the fake editor: each one was seen to succeed before, and must not now.
+
+The agent runs in-process with the real tools; the fake LLM asks for the calls an adversarial model would
+make; the fake editor answers permission requests as scripted and serves files and terminals for real.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coder_agent.store import SessionStore
+from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.llm_agent import tool_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def calls(*tool_calls: ToolCall) -> list[Reply]:
+    return [Reply(tool_calls=[call]) for call in tool_calls] + [Reply("Done.")]
+
+
+def tool_results(llm: FakeLLM) -> list[str]:
+    return [m["content"] for m in llm.last_request["messages"] if m["role"] == "tool"]
+
+
+def option_kinds(request: dict[str, Any]) -> list[str]:
+    return [option["kind"] for option in request["options"]]
+
+
+async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    fake_llm.script(
+        calls(
+            ToolCall("write_file", {"path": "notes.txt", "content": "ok\n"}),
+            ToolCall("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
+            ToolCall("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
+            ToolCall("write_file", {"path": "link/through-link.txt", "content": "pwned"}),
+            ToolCall("write_file", {"path": "src/link/under-src.txt", "content": "pwned"}),
+        )
+    )
+    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        (work / "link").symlink_to(outside)
+        (work / "src").mkdir()
+        (work / "src" / "link").symlink_to(outside)
+        editor.permission_answers = ["allow_always", "reject_once", "reject_once", "reject_once", "reject_once"]
+        await client.prompt(session, "write everywhere")
+        assert "Remembered for this session: allow `edit:**`" in client.agent_text(session)
+    assert (work / "notes.txt").read_text() == "ok\n"
+    assert list(outside.iterdir()) == [], "nothing was written outside"
+    asked = editor.permission_requests[1:]
+    assert len(asked) == 4, "every outside write asked, despite edit:**"
+    for request in asked:
+        assert "allow_always" not in option_kinds(request), "no 'always allow' for an outside path"
+        assert "outside the workspace" in str(request["toolCall"]["content"])
+    assert [r["toolCall"]["locations"][0]["path"] for r in asked] == [
+        str(outside / name) for name in ("abs.txt", "dotdot.txt", "through-link.txt", "under-src.txt")
+    ], "the request names the real place, not the symlink"
+
+
+async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    fake_llm.script(calls(ToolCall("write_file", {"path": "sub/new.txt", "content": "x"})))
+    async with tool_agent(tmp_path, fake_llm, fs=False) as (client, editor, session, work):
+        (work / "sub").mkdir()
+        editor.hold_permissions = True
+
+        async def swap_then_allow() -> None:
+            pending = await editor.wait_for_permission_request()
+            (work / "sub").rmdir()
+            (work / "sub").symlink_to(outside)
+            pending.resolve("allow_once")
+
+        import anyio
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(swap_then_allow)
+            await client.prompt(session, "write")
+    assert list(outside.iterdir()) == []
+    assert "changed since it was checked" in tool_results(fake_llm)[0]
+
+
+async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    disguises = ["true && rm f1", "echo; rm f2", "/bin/rm f3", "\\rm f4", "'rm' f5", "command rm f6",
+                 "X=1 rm f7", "ls f8 | xargs rm", "find . -name f9 -delete", "(rm f10)", "bash -c 'rm f11'",
+                 "sh -c \"rm f12\""]  # fmt: skip
+    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"deny": ["execute:rm"]}) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        for i in range(1, 13):
+            (work / f"f{i}").write_text("keep\n")
+        await client.prompt(session, "delete them")
+    results = tool_results(fake_llm)
+    assert all("denied by the rule `execute:rm`" in r for r in results), results
+    assert all((work / f"f{i}").exists() for i in range(1, 13))
+    assert editor.terminals == {} and editor.permission_requests == []
+
+
+async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(
+        calls(
+            ToolCall("run_command", {"command": "bash -c 'true'"}),
+            ToolCall("run_command", {"command": "bash -c 'rm victim'"}),
+            ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
+            ToolCall("run_command", {"command": "python3 -c 'import os; os.remove(\"victim\")'"}),
+            ToolCall("run_command", {"command": "git diff"}),
+            ToolCall("run_command", {"command": "git diff --output=written.txt"}),
+        )
+    )
+    async with tool_agent(tmp_path, fake_llm, terminal=False) as (client, editor, session, work):
+        (work / "victim").write_text("keep\n")
+        editor.permission_answers = ["allow_always", "reject_once", "allow_always", "reject_once", "allow_always"]
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "go")
+    labels = [[o["name"] for o in r["options"]] for r in editor.permission_requests]
+    assert "Always allow `true …` commands" in labels[0]
+    assert "Always allow exactly `python3 -c 'print(1)'`" in labels[2]
+    assert "Always allow `git diff …` commands" in labels[4]
+    assert len(editor.permission_requests) == 6, "each different command asked again"
+    assert (work / "victim").exists() and not (work / "written.txt").exists()
+
+
+async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    command = "echo " + " ".join(f"step{i}" for i in range(40)) + " && touch pwned"
+    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "run")
+    request = editor.permission_requests[0]["toolCall"]
+    assert len(request["title"]) <= 120
+    assert request["rawInput"]["command"] == command
+    shown = "".join(block["content"]["text"] for block in request["content"] if block["type"] == "content")
+    assert command in shown and "&& touch pwned" in shown
+    assert not (work / "pwned").exists()
+
+
+async def test_what_cannot_be_parsed_gets_no_always(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script(calls(ToolCall("run_command", {"command": "$CMD f"})))
+    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "run")
+    assert option_kinds(editor.permission_requests[0]) == ["allow_once", "reject_once"]
+
+
+async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = {
+        "OPENAI_API_KEY": "sk-openai-leak-000001",
+        "AZURE_API_KEY": "azure-leak-000002",
+        "COHERE_API_KEY": "cohere-leak-000003",
+        "HF_TOKEN": "hf_leak_000004",
+        "AWS_SECRET_ACCESS_KEY": "aws-leak-000005",
+        "CODER_AGENT_API_KEY": "sk-agent-leak-000006",
+    }
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    store = SessionStore(tmp_path / "store")
+    fake_llm.script(
+        calls(
+            ToolCall("run_command", {"command": "env"}),
+            ToolCall("read_file", {"path": ".env"}),
+            ToolCall("write_file", {"path": "copy.env", "content": "OPENAI_API_KEY=sk-openai-leak-000001\n"}),
+        )
+    )
+    async with tool_agent(tmp_path, fake_llm, terminal=False, store=store) as (client, editor, session, work):
+        (work / ".env").write_text("AWS_SECRET_ACCESS_KEY=aws-leak-000005\n")
+        await client.prompt(session, "look")
+        frames = str(client.session_updates(session)) + str(editor.permission_requests)
+    results = "\n".join(tool_results(fake_llm))
+    assert "HARMLESS_SETTING=visible" in results
+    stored = "".join(p.read_text() for p in (tmp_path / "store").rglob("*") if p.is_file())
+    for value in keys.values():
+        assert value not in results, value
+        assert value not in frames, value
+        assert value not in stored, value
+    assert "[redacted AWS_SECRET_ACCESS_KEY]" in results
+    assert "[redacted OPENAI_API_KEY]" in str(editor.permission_requests[-1])
+
+
+async def test_editor_terminals_get_the_keys_blanked(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-terminal-leak-01")
+    fake_llm.script(calls(ToolCall("run_command", {"command": 'echo "[$ANTHROPIC_API_KEY]"'})))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        await client.prompt(session, "env")
+    terminal = next(iter(editor.terminals.values()))
+    assert terminal.env["ANTHROPIC_API_KEY"] == ""
+    assert terminal.text().strip() == "[]"
+
+
+@pytest.fixture
+def local_server() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1: `/page` answers, `/hop` redirects within the host, `/away` to localhost."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            port = self.server.server_address[1]
+            target = {"/hop": "/page", "/away": f"http://localhost:{port}/secret"}.get(self.path)
+            if target:
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(f"page {self.path} for {self.headers['Host']}".encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_fetch_of_a_local_address_asks_even_in_full_auto(
+    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+) -> None:
+    base, seen = local_server
+    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/page"})))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "fetch")
+    request = editor.permission_requests[0]
+    assert "loopback" in str(request["toolCall"]["content"])
+    assert "allow_always" not in option_kinds(request)
+    assert seen == [], "nothing reached the local server"
+
+
+async def test_fetch_redirects_are_judged_hop_by_hop(
+    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+) -> None:
+    base, seen = local_server
+    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/hop"}), ToolCall("fetch", {"url": f"{base}/away"})))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"allow": ["fetch:127.0.0.1"]}) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        await client.prompt(session, "fetch")
+    hop, away = tool_results(fake_llm)
+    assert "page /page for 127.0.0.1:" in hop, "a redirect within the approved host is followed"
+    assert "localhost" in away and "not followed" in away
+    assert "/secret" not in seen
+    assert editor.permission_requests == []
+
+
+async def test_fetch_connects_to_the_address_it_judged_not_a_second_lookup(
+    local_server: tuple[str, list[str]],
+) -> None:
+    """DNS rebinding: the name is never looked up again after the check (this one does not even resolve)."""
+    from coder_agent.permissions.network import judge
+    from coder_agent.tools.fetch import fetch
+
+    base, seen = local_server
+    port = base.rsplit(":", 1)[1]
+    target = judge(f"http://rebind.invalid:{port}/page", ("127.0.0.1",))
+    assert target.local is not None
+
+    async def never(hop: object) -> str | None:
+        return "no hops in this test"
+
+    page = await fetch(target, never)
+    assert page.text == f"page /page for rebind.invalid:{port}"
+    assert seen == ["/page"]
