@@ -1,24 +1,31 @@
-"""`AcpClient`: the editor's methods (session/update, fs/*, terminal/*, permission) as typed calls for one session.
+"""`AcpClientBridge`: a session's `ClientBridge` when an editor drives it over ACP.
 
-Every call is gated on the capabilities the client advertised in `initialize`: calling a method the client
-did not advertise raises `CapabilityMissing` before anything is sent, so the agent never breaks that rule.
-Callers check `can_read_files`, `can_write_files` and `has_terminal` and fall back to local disk or processes.
+Updates are `session/update` notifications; files go through `fs/read_text_file` and `fs/write_text_file` (so
+unsaved buffers count and the editor sees every write); commands run in the editor's terminal (`terminal/*`),
+where the user watches them, always released after; permission questions are `session/request_permission`.
+What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
+opens, to use the local machine (`session.local.LocalBridge`) for files or commands instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
-from coder_agent.protocol.content import TextContent
+import anyio
+
+from coder_agent.acp.presentation import permission_options
+from coder_agent.errors import ClientError
+from coder_agent.permissions import Choice
+from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
     ClientCapabilities,
     CreateTerminalResponse,
     NoticeSeverity,
     NoticeUpdate,
-    PermissionOption,
-    PermissionOutcome,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionUpdate,
@@ -26,9 +33,20 @@ from coder_agent.protocol.schema import (
     TerminalOutputResponse,
     ToolCallUpdate,
 )
+from coder_agent.secrets import editor_terminal_env
+from coder_agent.session.bridge import (
+    COMMAND_ENV,
+    OUTPUT_BYTE_LIMIT,
+    BridgeError,
+    CommandResult,
+    ShowContent,
+    shell_argv,
+)
+from coder_agent.session.local import LocalBridge
 
 FS_TIMEOUT = 30.0
 TERMINAL_TIMEOUT = 30.0
+CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 
 
@@ -40,50 +58,20 @@ class Peer(Protocol):
     async def notify(self, method: str, params: Any) -> None: ...
 
 
-class CapabilityMissing(Exception):
-    """The client did not advertise the capability a call needs."""
-
-
-class AcpClient:
-    """The client, as seen from one session."""
+class AcpClientBridge:
+    """The editor, as one session sees it."""
 
     def __init__(self, peer: Peer, capabilities: ClientCapabilities, session_id: str) -> None:
         self._peer = peer
         self.capabilities = capabilities
         self.session_id = session_id
         self.observer: Callable[[dict[str, Any]], None] | None = None
-        """Sees every update sent (the session's replay log)."""
+        self._local = LocalBridge()
+        session = capabilities.session
+        self.supports_compaction_updates = session is not None and session.compaction is not None
+        self.supports_notices = session is not None and session.notices is not None
 
-    @property
-    def can_read_files(self) -> bool:
-        return self.capabilities.fs.read_text_file
-
-    @property
-    def can_write_files(self) -> bool:
-        return self.capabilities.fs.write_text_file
-
-    @property
-    def has_terminal(self) -> bool:
-        return self.capabilities.terminal
-
-    @property
-    def supports_compaction_updates(self) -> bool:
-        session = self.capabilities.session
-        return session is not None and session.compaction is not None
-
-    @property
-    def supports_notices(self) -> bool:
-        session = self.capabilities.session
-        return session is not None and session.notices is not None
-
-    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
-        """Tell the user something live (a retry, a server that failed): a `notice` where the client shows
-        them, otherwise a short agent message. Neither is replayed by `session/load`."""
-        if self.supports_notices:
-            await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
-            return
-        text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
-        await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+    # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""
@@ -92,69 +80,117 @@ class AcpClient:
             self.observer(wire)
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})
 
-    async def _call(self, method: str, params: dict[str, Any], timeout: float) -> Any:
-        return await self._peer.request(method, {"sessionId": self.session_id, **params}, timeout=timeout)
+    def record(self, update: SessionUpdate) -> None:
+        if self.observer is not None:
+            self.observer(update.wire())
 
-    async def read_text_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
-        if not self.can_read_files:
-            raise CapabilityMissing("fs.readTextFile")
-        params: dict[str, Any] = {"path": path}
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        """A `notice` where the client shows them, otherwise a short agent message; neither is replayed."""
+        if self.supports_notices:
+            await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
+            return
+        text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
+        await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        """Ask the user; the answer may take as long as the user needs (bounded at an hour)."""
+        wire = call.wire()
+        wire.pop("sessionUpdate", None)
+        options = [option.wire() for option in permission_options(list(choices))]
+        try:
+            result = await self._call(
+                "session/request_permission", {"toolCall": wire, "options": options}, PERMISSION_TIMEOUT
+            )
+        except ClientError as exc:
+            raise BridgeError(f"The permission request failed ({exc.message}); the call was not run.") from None
+        outcome = RequestPermissionResponse.model_validate(result).outcome
+        return None if outcome.outcome == "cancelled" else outcome.option_id
+
+    # ---- files --------------------------------------------------------------------------------
+
+    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+        if not self.capabilities.fs.read_text_file:
+            return await self._local.read_text_file(path, line=line, limit=limit)
+        params: dict[str, Any] = {"path": str(path)}
         if line is not None:
             params["line"] = line
         if limit is not None:
             params["limit"] = limit
-        result = await self._call("fs/read_text_file", params, FS_TIMEOUT)
+        try:
+            result = await self._call("fs/read_text_file", params, FS_TIMEOUT)
+        except ClientError as exc:
+            if not await anyio.Path(path).exists():
+                raise BridgeError(f"{path} does not exist.") from None
+            raise BridgeError(f"The editor could not read {path}: {exc.message}") from None
         return ReadTextFileResponse.model_validate(result).content
 
-    async def write_text_file(self, path: str, content: str) -> None:
-        if not self.can_write_files:
-            raise CapabilityMissing("fs.writeTextFile")
-        await self._call("fs/write_text_file", {"path": path, "content": content}, FS_TIMEOUT)
+    async def write_text_file(self, path: Path, content: str) -> None:
+        if not self.capabilities.fs.write_text_file:
+            await self._local.write_text_file(path, content)
+            return
+        try:
+            await self._call("fs/write_text_file", {"path": str(path), "content": content}, FS_TIMEOUT)
+        except ClientError as exc:
+            raise BridgeError(f"The editor could not write {path}: {exc.message}") from None
 
-    async def request_permission(
-        self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionOutcome:
-        """Ask the user; the answer may take as long as the user needs (bounded at an hour)."""
-        call = tool_call.wire()
-        call.pop("sessionUpdate", None)
-        result = await self._call(
-            "session/request_permission",
-            {"toolCall": call, "options": [option.wire() for option in options]},
-            PERMISSION_TIMEOUT,
-        )
-        return RequestPermissionResponse.model_validate(result).outcome
+    # ---- commands -----------------------------------------------------------------------------
 
-    async def create_terminal(
-        self,
-        command: str,
-        args: Sequence[str] = (),
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        output_byte_limit: int | None = None,
-    ) -> str:
-        if not self.has_terminal:
-            raise CapabilityMissing("terminal")
-        params: dict[str, Any] = {"command": command, "args": list(args)}
-        if env:
-            params["env"] = [{"name": key, "value": value} for key, value in env.items()]
-        if cwd is not None:
-            params["cwd"] = cwd
-        if output_byte_limit is not None:
-            params["outputByteLimit"] = output_byte_limit
-        result = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
-        return CreateTerminalResponse.model_validate(result).terminal_id
+    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
+        """In the editor's terminal: create, show, wait (bounded), kill if needed, read, always release."""
+        if not self.capabilities.terminal:
+            return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show)
+        shell, *args = shell_argv(command)
+        params: dict[str, Any] = {
+            "command": shell,
+            "args": args,
+            "cwd": str(cwd),
+            "env": [{"name": k, "value": v} for k, v in {**editor_terminal_env(), **COMMAND_ENV}.items()],
+            "outputByteLimit": OUTPUT_BYTE_LIMIT,
+        }
+        try:
+            created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
+        except ClientError as exc:
+            raise BridgeError(f"The editor could not start the command: {exc.message}") from None
+        terminal_id = CreateTerminalResponse.model_validate(created).terminal_id
+        exited = False
+        try:
+            await show(TerminalContent(terminal_id=terminal_id))
+            timed_out = False
+            status: TerminalExitStatus | None = None
+            with anyio.move_on_after(timeout) as waiting:
+                waited = await self._terminal("terminal/wait_for_exit", terminal_id, timeout + CLEANUP_TIMEOUT)
+                status = TerminalExitStatus.model_validate(waited)
+                exited = True
+            if waiting.cancelled_caught:
+                timed_out = True
+                await self._terminal("terminal/kill", terminal_id)
+                exited = True
+            output = TerminalOutputResponse.model_validate(await self._terminal("terminal/output", terminal_id))
+            final = output.exit_status if timed_out or output.exit_status else status
+            return CommandResult(
+                output=output.output,
+                exit_code=final.exit_code if final else None,
+                signal=final.signal if final else None,
+                timed_out=timed_out,
+                truncated=output.truncated,
+            )
+        except ClientError as exc:
+            raise BridgeError(f"The editor's terminal failed: {exc.message}") from None
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT):
+                if not exited:
+                    await _quietly(self._terminal("terminal/kill", terminal_id))
+                await _quietly(self._terminal("terminal/release", terminal_id))
 
-    async def terminal_output(self, terminal_id: str) -> TerminalOutputResponse:
-        result = await self._call("terminal/output", {"terminalId": terminal_id}, TERMINAL_TIMEOUT)
-        return TerminalOutputResponse.model_validate(result)
+    # ---- the wire -----------------------------------------------------------------------------
 
-    async def wait_for_terminal_exit(self, terminal_id: str, timeout: float) -> TerminalExitStatus:
-        result = await self._call("terminal/wait_for_exit", {"terminalId": terminal_id}, timeout)
-        return TerminalExitStatus.model_validate(result)
+    async def _call(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        return await self._peer.request(method, {"sessionId": self.session_id, **params}, timeout=timeout)
 
-    async def kill_terminal(self, terminal_id: str) -> None:
-        await self._call("terminal/kill", {"terminalId": terminal_id}, TERMINAL_TIMEOUT)
+    async def _terminal(self, method: str, terminal_id: str, timeout: float = TERMINAL_TIMEOUT) -> Any:
+        return await self._call(method, {"terminalId": terminal_id}, timeout)
 
-    async def release_terminal(self, terminal_id: str) -> None:
-        await self._call("terminal/release", {"terminalId": terminal_id}, TERMINAL_TIMEOUT)
+
+async def _quietly(call: Awaitable[Any]) -> None:
+    with contextlib.suppress(Exception):  # the terminal may already be gone; cleanup is best effort
+        await call

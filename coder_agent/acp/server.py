@@ -3,7 +3,7 @@
 Each method validates its params with the pydantic models in `protocol.schema` (a bad field becomes
 -32602 at the connection), turns them into calls on the `SessionManager`, and answers in ACP's terms.
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
-session its `AcpClient`. What happens after the response (announcing commands, replays) is ordered by
+session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
 the connection (`FollowedBy`), never by waiting.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coder_agent.acp import handshake
-from coder_agent.acp.client import AcpClient, Peer
+from coder_agent.acp.client import AcpClientBridge, Peer
 from coder_agent.acp.presentation import mode_state
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound
@@ -171,8 +171,8 @@ class AcpServer:
 
     # ---- helpers --------------------------------------------------------------------------------
 
-    def _client(self, session_id: str) -> AcpClient:
-        return AcpClient(self.peer, self.client_capabilities, session_id)
+    def _client(self, session_id: str) -> AcpClientBridge:
+        return AcpClientBridge(self.peer, self.client_capabilities, session_id)
 
 
 def _session_state(session: Session) -> dict[str, Any]:

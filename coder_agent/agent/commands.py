@@ -21,9 +21,8 @@ from coder_agent.checkpoints import CheckpointError
 from coder_agent.model.base import Message
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, StopReason
+from coder_agent.session.bridge import BridgeError
 from coder_agent.session.session import Conversation, Session
-from coder_agent.tools.base import ToolError
-from coder_agent.tools.files import FileAccess
 
 
 class CommandContext(Protocol):
@@ -253,12 +252,12 @@ def permissions_command(session: Session, arguments: str) -> str:
 
 async def undo(session: Session) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
-    files = FileAccess(session.client)
+    bridge = session.client
 
     async def read_current(path: Path) -> str | None:
         try:
-            return await files.read_text(path) if await files.exists(path) else None
-        except ToolError:
+            return await bridge.read_text_file(path) if await anyio.Path(path).exists() else None
+        except BridgeError:
             return None
 
     try:
@@ -276,9 +275,9 @@ async def undo(session: Session) -> str:
                 await anyio.Path(path).unlink(missing_ok=True)
                 lines.append(f"- deleted `{restore.path}` (the turn created it)")
             else:
-                await files.write_text(path, restore.text)
+                await bridge.write_text_file(path, restore.text)
                 lines.append(f"- restored `{restore.path}`")
-    except (ToolError, OSError) as exc:
+    except (BridgeError, OSError) as exc:
         session.checkpoints.history.append(plan.checkpoint)
         return f"Undo stopped: {exc}\n" + "\n".join(lines) + "\n"
     warning = ""

@@ -23,7 +23,7 @@ from coder_agent.protocol.schema import SessionInfoUpdate, StopReason
 from coder_agent.session.replay import record_update
 from coder_agent.session.session import Session
 from coder_agent.store import utc_now
-from coder_agent.tools.executor import SessionTools
+from coder_agent.tools.executor import ToolExecutor
 
 TITLE_CHARS = 60
 PERSIST_TIMEOUT = 5.0
@@ -61,7 +61,7 @@ class AgentRunner:
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         model = self.make_model(self.source.model_settings(session.config))
-        turn = Turn(session, session.config, model, SessionTools(session), self.check)
+        turn = Turn(session, session.config, model, ToolExecutor(session), self.check)
         for block in prompt:
             record_update(session.events, {"sessionUpdate": "user_message_chunk", "content": block.wire()})
         command = commands.parse(prompt)

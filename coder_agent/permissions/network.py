@@ -1,7 +1,7 @@
 """Where a fetch goes: the URL's host, the addresses it resolves to, and whether any of them is local or private.
 
 `resolve_target(url)` resolves the host once; the fetch then connects to exactly those addresses (see
-`tools.fetch`), so a DNS answer that changes between the check and the connection (rebinding) cannot
+`tools.webpage`), so a DNS answer that changes between the check and the connection (rebinding) cannot
 move it. An address counts as local unless it is globally routable: loopback (127/8, ::1), private
 (10/8, 172.16/12, 192.168/16, fc00::/7), link-local and cloud metadata (169.254/16, fe80::/10), shared
 (100.64/10), unspecified (0.0.0.0, ::), multicast, documentation and reserved ranges. IPv6 forms that

@@ -264,6 +264,8 @@ class ToolCallStart(AcpModel):
     session_update: Literal["tool_call"] = "tool_call"
     tool_call_id: str
     title: str
+    name: str | None = None
+    """The tool's programmatic name (ACP v1.25)."""
     kind: ToolKind = "other"
     status: ToolCallStatus = "pending"
     content: list[ToolCallContent] | None = None

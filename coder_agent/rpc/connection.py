@@ -192,8 +192,9 @@ class Connection:
             await self._cancel_outgoing(request_id)
             raise ClientTimeout(method, limit) from None
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._cancel_outgoing(request_id)
+            if not pending.done.is_set():  # the peer already answered: there is nothing left to cancel
+                with anyio.CancelScope(shield=True):
+                    await self._cancel_outgoing(request_id)
             raise
         finally:
             self._outgoing.pop(request_id, None)

@@ -1,41 +1,57 @@
-"""`ClientBridge`: what a session may ask of its environment — show updates, read and write text files, run
-commands in a terminal, ask the user's permission.
+"""`ClientBridge`: what a session may ask of its environment — show updates and notices, read and write text
+files, run a command, ask the user's permission.
 
-The editor over ACP is one implementation (`acp.client.AcpClient`); every call is gated on what the
-client advertised, and `can_read_files`, `can_write_files` and `has_terminal` say which calls exist, so
-callers fall back to the local disk or processes where the editor lacks them.
+Two implementations, chosen once when a session opens: the editor over ACP (`acp.client.AcpClientBridge`,
+which itself falls back to the local machine for what the editor does not offer) and the local machine
+(`session.local.LocalBridge`: the disk, process groups, and permission answers from a policy) for headless
+use. Nothing above this seam asks which one it has: tools never branch on client capabilities.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import shutil
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
-from coder_agent.protocol.schema import (
-    NoticeSeverity,
-    PermissionOption,
-    PermissionOutcome,
-    SessionUpdate,
-    TerminalExitStatus,
-    TerminalOutputResponse,
-    ToolCallUpdate,
-)
+from coder_agent.permissions import Choice
+from coder_agent.protocol.content import ToolCallContent
+from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+
+COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Set for every command: nothing may wait on a pager or a password prompt."""
+OUTPUT_BYTE_LIMIT = 1_000_000
+"""Output of one command kept at most (its start and its end)."""
+
+ShowContent = Callable[[ToolCallContent], Awaitable[None]]
+
+
+class BridgeError(Exception):
+    """A file or command the environment could not serve; the message is one sentence for the model and user."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """A finished command: its output (capped), and how it ended."""
+
+    output: str
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    truncated: bool
+
+
+def shell_argv(command: str) -> list[str]:
+    """The shell and its arguments for a command line."""
+    return [shutil.which("bash") or "/bin/sh", "-c", command]
 
 
 class ClientBridge(Protocol):
-    """The client, as one session sees it."""
+    """The environment, as one session sees it."""
 
     observer: Callable[[dict[str, Any]], None] | None
     """Sees every update sent, except live-only ones (the session's replay log)."""
-
-    @property
-    def can_read_files(self) -> bool: ...
-
-    @property
-    def can_write_files(self) -> bool: ...
-
-    @property
-    def has_terminal(self) -> bool: ...
 
     @property
     def supports_compaction_updates(self) -> bool: ...
@@ -44,32 +60,30 @@ class ClientBridge(Protocol):
         """Show one `session/update`; `live_only` ones are not replayed by `session/load`."""
         ...
 
+    def record(self, update: SessionUpdate) -> None:
+        """Put an update in the replay log without showing it (the client already shows it its own way)."""
+        ...
+
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         """Tell the user something live (a retry, a server that failed); never replayed."""
         ...
 
-    async def read_text_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str: ...
+    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+        """The file's current text (the editor's buffer if it has one), or lines `line`.. of it; BridgeError."""
+        ...
 
-    async def write_text_file(self, path: str, content: str) -> None: ...
+    async def write_text_file(self, path: Path, content: str) -> None:
+        """Write the whole file (the editor writes it when it can, else an atomic write); BridgeError."""
+        ...
 
-    async def request_permission(
-        self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionOutcome: ...
+    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
+        """Run a shell command line, its whole process tree bounded by `timeout` and killed on cancel.
 
-    async def create_terminal(
-        self,
-        command: str,
-        args: Sequence[str] = (),
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        output_byte_limit: int | None = None,
-    ) -> str: ...
+        `show` is called with what lets the user watch it (an editor terminal) as soon as there is one.
+        BridgeError if it could not be started.
+        """
+        ...
 
-    async def terminal_output(self, terminal_id: str) -> TerminalOutputResponse: ...
-
-    async def wait_for_terminal_exit(self, terminal_id: str, timeout: float) -> TerminalExitStatus: ...
-
-    async def kill_terminal(self, terminal_id: str) -> None: ...
-
-    async def release_terminal(self, terminal_id: str) -> None: ...
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        """Ask the user about a tool call; the chosen choice's kind, or None if the turn was cancelled."""
+        ...

@@ -1,13 +1,14 @@
-"""The model's tools: their types, the built-in tools, how a call runs, and the mechanisms they use.
+"""The model's tools: their shape, one module per tool, how a call runs, and the mechanisms they use.
 
-base        the Tool and ToolSet protocols, Prepared, ToolError
-builtin     the built-in tools (read_file, write_file, edit_file, glob, grep, run_command, fetch, update_plan)
-executor    one call's lifecycle: announce, prepare, permit, run, report
-mcp_tools   the tools of MCP servers, as agent tools
-files       reads and writes, through the editor or on disk
-shell       run_command, in the editor's terminal or as a local process
-fetch       a web page as text
-file_view   what read_file shows, the binary sniff, content hashes, middle truncation
-editing/    string-replacement edits of a text, in memory
-search/     grep and glob that respect .gitignore, on ripgrep or in pure Python
+base          what a call returns (ToolResult, Outcome, Prepared), ToolError, the ToolSet protocol
+tool          the shape of a tool (Tool) and the base of the built-in ones (BuiltinTool)
+context       ToolContext: what a tool may ask of its session (paths, files, commands, display)
+registry      the built-in tools in order, plus the session's MCP tools, and their specs
+executor      one call's lifecycle: announce, prepare, permit, run, report
+read_file write_file edit_file glob grep run_command fetch update_plan     the built-in tools
+mcp_tool      an MCP server's tool as an agent tool
+file_view     what read_file shows, the binary sniff, content hashes, middle truncation
+webpage       a web page fetched at a checked address, as text
+editing/      string-replacement edits of a text, in memory
+search/       grep and glob that respect .gitignore, on ripgrep or in pure Python
 """

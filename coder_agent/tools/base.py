@@ -1,22 +1,20 @@
 """The seam between the agent loop and the tools: what a tool set offers the model and what a call returns.
 
 A `ToolSet` announces each call to the client, asks permission, runs it and reports it: the loop only
-hands it the model's call and feeds the result back. A `Tool` is one tool as the executor sees it: it
-parses a call's arguments and prepares it (`Prepared`: what it will do, for the permission policy, and how
-to run it, giving an `Outcome`). Failures the model should see (bad arguments, a
-rejected permission, a failed command) are results with `failed=True`, never exceptions; `TurnCancelled`
-is the one exception, for a user who cancelled from the permission prompt.
+hands it the model's call and feeds the result back. A prepared call (`Prepared`) says what it will do,
+for the permission policy, and how to run it, giving an `Outcome`. Failures the model should see (bad
+arguments, a rejected permission, a failed command) are results with `failed=True`, never exceptions;
+`TurnCancelled` is the one exception, for a user who cancelled from the permission prompt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from coder_agent import prompts
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import (
@@ -24,11 +22,7 @@ from coder_agent.protocol.content import (
     TextContent,
     ToolCallContent,
     ToolCallLocation,
-    ToolKind,
 )
-
-if TYPE_CHECKING:
-    from coder_agent.tools.executor import SessionTools
 
 
 @dataclass(frozen=True)
@@ -45,7 +39,14 @@ class ToolResult:
 
 
 class ToolError(Exception):
-    """A tool call that failed in a way the model should read and act on."""
+    """A tool call that failed in a way the model should read and act on.
+
+    `shown` is what the user reads when it should be shorter than what the model reads (the default: the same).
+    """
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = shown or message
 
 
 class TurnCancelled(Exception):
@@ -88,50 +89,6 @@ class Prepared:
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Tool(Protocol):
-    """What the executor needs of a tool: the built-in ones below, and MCP servers' (`tools.mcp_tools`)."""
-
-    name: str
-    kind: ToolKind
-
-    def spec(self) -> dict[str, Any]: ...
-
-    def parse(self, arguments: str) -> Any:
-        """The call's arguments, checked; ToolError if they do not fit."""
-        ...
-
-    def title(self, params: Any, tools: SessionTools) -> str: ...
-
-    async def prepare(self, params: Any, tools: SessionTools) -> Prepared: ...
-
-
-class BuiltinTool:
-    """One built-in tool: its name, kind and parameters, and how to prepare a call."""
-
-    name: str
-    kind: ToolKind
-    params: ClassVar[type[Params]]
-
-    def parse(self, arguments: str) -> Any:
-        try:
-            return self.params.model_validate_json(arguments or "{}")
-        except ValidationError as exc:
-            raise ToolError(f"Invalid arguments for {self.name}: {describe_validation(exc)}") from None
-
-    def spec(self) -> dict[str, Any]:
-        schema = clean_schema(self.params.model_json_schema())
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": prompts.load(f"tools/{self.name}.md"), "parameters": schema},
-        }
-
-    def title(self, params: Any, tools: SessionTools) -> str:
-        return self.name
-
-    async def prepare(self, params: Any, tools: SessionTools) -> Prepared:
-        raise NotImplementedError
 
 
 def text_content(text: str) -> ContentToolCallContent:

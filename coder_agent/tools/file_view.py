@@ -32,6 +32,7 @@ __all__ = [
     "decode_text",
     "find_nul",
     "format_lines",
+    "format_window",
     "looks_binary",
     "number_line",
     "split_lines",
@@ -136,6 +137,28 @@ def format_lines(
     if notes:
         body += "\n\n[" + "; ".join(notes) + ".]"
     return body
+
+
+def format_window(text: str, first: int, file_bytes: int, max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
+    """Lines of a file too big to read whole, numbered from `first`, with a note on how to read on."""
+    lines = split_lines(text)
+    if not lines:
+        return f"[No lines from line {first} on: the file ({file_bytes:,} bytes) ends before it.]"
+    out: list[str] = []
+    size = 0
+    last = first - 1
+    for number, line in enumerate(lines, start=first):
+        numbered = number_line(number, line)
+        if max_chars is not None and out and size + len(numbered) + 1 > max_chars:
+            break
+        out.append(numbered)
+        size += len(numbered) + 1
+        last = number
+    note = (
+        f"[showing lines {first}-{last} of a file too big to read whole ({file_bytes:,} bytes); "
+        f"use offset={last + 1} to read on, or grep to find what you need.]"
+    )
+    return "\n".join(out) + "\n\n" + note
 
 
 def find_nul(data: bytes) -> int:

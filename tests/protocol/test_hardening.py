@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
@@ -149,3 +150,104 @@ async def test_a_tool_call_then_a_result_in_one_turn_sends_no_empty_update(tmp_p
         await client.prompt(session, "plan")
     for update in client.session_updates(session, "tool_call_update"):
         assert set(update) - {"sessionUpdate", "toolCallId"}, f"an update that changes nothing: {update}"
+
+
+def tool_results(model: ScriptedModel) -> list[str]:
+    return [str(m["content"]) for m in model.last_request.messages if m.get("role") == "tool"]
+
+
+def agent_requests(client: Any, method: str) -> list[dict[str, Any]]:
+    return [f for f in client.frames if f.get("method") == method]
+
+
+async def test_a_cancelled_permission_is_left_to_the_editor_and_replayed_as_failed(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "store")
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo hi"}, id="c1")])])
+    async with scripted_agent(tmp_path, model, store=store, editor=True) as (client, session, editor):
+        assert editor is not None
+        editor.hold_permissions = True
+        answers: list[str] = []
+
+        async def prompt() -> None:
+            answers.append(await client.prompt(session, "run it"))
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(prompt)
+            await editor.wait_for_permission_request()
+            editor.release_permissions("cancelled", session)  # the editor answers first, then cancels the turn
+        await client.notify("session/cancel", {"sessionId": session})
+        assert answers == ["cancelled"]
+        statuses = [u.get("status") for u in client.session_updates(session, "tool_call_update")]
+        assert "failed" not in statuses, "nothing overwrites the editor's own 'cancelled' mark"
+        assert not agent_requests(client, "$/cancel_request"), "an answered request is not cancelled again"
+    async with scripted_agent(tmp_path, ScriptedModel(), store=store, open_session=False) as (client, _, _):
+        await client.request("session/load", reopen_params(session, tmp_path / "work"))
+    call = next(u for u in client.session_updates(session, "tool_call") if u["toolCallId"] == "c1")
+    assert call["status"] == "failed"
+
+
+async def test_the_user_reads_a_short_sentence_and_the_model_reads_more(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            Reply(calls=[Call("run_command", {"command": "echo one"}, id="c1")]),
+            Reply(calls=[Call("run_command", {"command": "rm -f x"}, id="c2")]),
+            Reply("ok"),
+        ]
+    )
+    async with scripted_agent(tmp_path, model, editor=True) as (client, session, editor):
+        assert editor is not None
+        editor.permission_answers = ["reject_once"]
+        await client.prompt(session, "go")
+    shown = {
+        u["toolCallId"]: u["content"][0]["content"]["text"]
+        for u in client.session_updates(session, "tool_call_update")
+        if u.get("status") == "failed"
+    }
+    assert shown["c1"] == "Rejected."
+    results = tool_results(model)
+    assert "Do not retry it" in results[0]
+    assert "Do not retry" not in " ".join(shown.values())
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+async def test_a_command_whose_folder_vanished_is_a_failed_call_not_an_error(tmp_path: Path, terminal: bool) -> None:
+    work = tmp_path / "work"
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo hi"}, id="c1")]), Reply("noted")])
+    fs_only = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": terminal}
+    async with scripted_agent(tmp_path, model, editor=True, capabilities=fs_only, default_mode="full-auto") as (
+        client,
+        session,
+        _,
+    ):
+        work.rename(tmp_path / "gone")
+        assert await client.prompt(session, "run it") == "end_turn"
+        (tmp_path / "gone").rename(work)
+    statuses = [u.get("status") for u in client.session_updates(session, "tool_call_update")]
+    assert statuses[-1] == "failed"
+    result = tool_results(model)[0]
+    assert "could not start" in result.lower() or "no longer exists" in result or "failed" in result.lower()
+
+
+@pytest.mark.parametrize("fs", [True, False])
+async def test_reading_20_lines_of_a_huge_file_reads_only_those(tmp_path: Path, fs: bool) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    line = "x" * 99 + "\n"
+    with (work / "huge.log").open("w") as handle:
+        for _ in range(60_000):  # 6 MB: past what is read whole
+            handle.write(line)
+    model = ScriptedModel(
+        [Reply(calls=[Call("read_file", {"path": "huge.log", "offset": 100, "limit": 20})]), Reply("ok")]
+    )
+    capabilities = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": False}
+    async with scripted_agent(tmp_path, model, editor=True, capabilities=capabilities) as (client, session, editor):
+        assert editor is not None
+        assert await client.prompt(session, "look") == "end_turn"
+    result = tool_results(model)[0]
+    numbered = [row for row in result.splitlines() if "\t" in row]
+    assert len(numbered) == 20
+    assert numbered[0].split("\t")[0].strip() == "100"
+    assert "too big to read whole" in result
+    if fs:
+        assert editor.reads[-1]["line"] == 100
+        assert editor.reads[-1]["limit"] == 20

@@ -274,7 +274,7 @@ async def test_fetch_connects_to_the_address_it_judged_not_a_second_lookup(
 ) -> None:
     """DNS rebinding: the name is never looked up again after the check (this one does not even resolve)."""
     from coder_agent.permissions.network import judge
-    from coder_agent.tools.fetch import fetch
+    from coder_agent.tools.webpage import fetch
 
     base, seen = local_server
     port = base.rsplit(":", 1)[1]

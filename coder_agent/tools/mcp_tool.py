@@ -16,11 +16,11 @@ from pydantic import TypeAdapter
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
 from coder_agent.tools.base import Outcome, Prepared, ToolError
+from coder_agent.tools.context import ToolContext
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
     from coder_agent.mcp.types import McpTool
-    from coder_agent.tools.executor import SessionTools
 
 MCP_CALL_TIMEOUT = 300.0
 
@@ -35,6 +35,8 @@ def mcp_kind(tool: McpTool) -> ToolKind:
 
 class McpToolCall:
     """One MCP tool, seen through the `Tool` interface of the executor."""
+
+    announced = True
 
     def __init__(self, tool: McpTool, hub: McpHub) -> None:
         self.tool = tool
@@ -64,10 +66,10 @@ class McpToolCall:
             raise ToolError(f"Invalid arguments for {self.name}: expected a JSON object")
         return parsed
 
-    def title(self, params: dict[str, Any], tools: SessionTools) -> str:
+    def title(self, params: dict[str, Any], ctx: ToolContext) -> str:
         return f"{self.tool.server}: {self.tool.title or self.tool.name}"
 
-    async def prepare(self, params: dict[str, Any], tools: SessionTools) -> Prepared:
+    async def prepare(self, params: dict[str, Any], ctx: ToolContext) -> Prepared:
         from coder_agent.mcp.types import McpError
 
         async def run() -> Outcome:
@@ -82,7 +84,7 @@ class McpToolCall:
             return Outcome(output, display, failed=result.is_error)
 
         action = Action(self.kind, tool=self.name)
-        return Prepared(action, self.title(params, tools), run)
+        return Prepared(action, self.title(params, ctx), run)
 
 
 @cache

@@ -1,0 +1,210 @@
+"""`LocalBridge`: the session's environment on the local machine — the disk, process groups, and permission
+answers from whoever runs the agent without an editor.
+
+It serves headless runs whole, and it is what the editor bridge falls back to for what an editor does not
+offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a window of lines is streamed
+(never the whole file for twenty lines of it), and writes replace the file atomically. Commands run in
+their own process group (watched by the reaper, so they die with the agent), with the model keys left out
+of their environment; the group is killed on timeout or cancel.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from coder_agent.atomic import write_atomic
+from coder_agent.permissions import Choice
+from coder_agent.process import signal_group, spawn_group, stop_group
+from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.secrets import child_environ
+from coder_agent.session.bridge import (
+    COMMAND_ENV,
+    OUTPUT_BYTE_LIMIT,
+    BridgeError,
+    CommandResult,
+    ShowContent,
+    shell_argv,
+)
+
+HEAD_BYTES = OUTPUT_BYTE_LIMIT // 5
+TAIL_BYTES = OUTPUT_BYTE_LIMIT - HEAD_BYTES
+KILL_GRACE = 2.0
+DRAIN_GRACE = 0.5
+WINDOW_MAX_BYTES = 4_000_000
+"""A window of lines read at most (a 400 MB file of one line must not come into memory whole)."""
+LINE_CHUNK = 65_536
+
+Sink = Callable[[SessionUpdate], Awaitable[None]]
+Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
+
+
+async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+    return "reject_once"
+
+
+class LocalBridge:
+    """The local machine as a `ClientBridge`; updates go to `sink` (nowhere by default), permission questions
+    to `answer` (refused by default: with no one to ask, nothing that needs asking runs)."""
+
+    def __init__(self, sink: Sink | None = None, answer: Answer = _refuse) -> None:
+        self.sink = sink
+        self.answer = answer
+        self.observer: Callable[[dict[str, Any]], None] | None = None
+
+    @property
+    def supports_compaction_updates(self) -> bool:
+        return True
+
+    async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
+        if not live_only:
+            self.record(update)
+        if self.sink is not None:
+            await self.sink(update)
+
+    def record(self, update: SessionUpdate) -> None:
+        if self.observer is not None:
+            self.observer(update.wire())
+
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        from coder_agent.protocol.schema import NoticeUpdate
+
+        await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
+
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        return await self.answer(call, choices)
+
+    # ---- files --------------------------------------------------------------------------------
+
+    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+        try:
+            if line is None and limit is None:
+                data = await anyio.Path(path).read_bytes()
+            else:
+                data = await anyio.to_thread.run_sync(_read_window, path, line or 1, limit)
+        except FileNotFoundError:
+            raise BridgeError(f"{path} does not exist.") from None
+        except IsADirectoryError:
+            raise BridgeError(f"{path} is a directory; use glob to list it.") from None
+        except OSError as exc:
+            raise BridgeError(f"Could not read {path}: {exc.strerror or exc}") from None
+        if line is not None or limit is not None:
+            return data.decode("utf-8", errors="replace")  # a window may end inside a character
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BridgeError(f"{path} is not a UTF-8 text file; it was not read.") from None
+
+    async def write_text_file(self, path: Path, content: str) -> None:
+        try:
+            await anyio.to_thread.run_sync(_write, path, content)
+        except OSError as exc:
+            raise BridgeError(f"Could not write {path}: {exc.strerror or exc}") from None
+
+    # ---- commands -----------------------------------------------------------------------------
+
+    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
+        try:
+            process = await spawn_group(
+                shell_argv(command),
+                cwd=cwd,
+                env={**child_environ(), **COMMAND_ENV},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        except OSError as exc:
+            raise BridgeError(_spawn_failure(cwd, exc)) from None
+        output = _Output()
+        timed_out = False
+        drained = anyio.Event()
+
+        async def collect() -> None:
+            assert process.stdout is not None
+            async for chunk in process.stdout:
+                output.add(chunk)
+            drained.set()
+
+        try:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(collect)
+                with anyio.move_on_after(timeout) as waiting:
+                    await process.wait()
+                if waiting.cancelled_caught:
+                    timed_out = True
+                    signal_group(process, signal.SIGKILL)
+                # Read what is left, but do not wait on background children that keep the pipe open.
+                with anyio.move_on_after(DRAIN_GRACE):
+                    await drained.wait()
+                task_group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stop_group(process, grace=KILL_GRACE)
+        code = process.returncode
+        signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
+        return CommandResult(
+            output=output.text(),
+            exit_code=None if signal_name else code,
+            signal=signal_name,
+            timed_out=timed_out,
+            truncated=output.dropped > 0,
+        )
+
+
+class _Output:
+    """The first and the last part of a command's output, like the model's view of it."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail: list[bytes] = []
+        self.tail_size = 0
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head.extend(chunk[:room])
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_size += len(chunk)
+            while self.tail_size > TAIL_BYTES and len(self.tail) > 1:
+                first = self.tail.pop(0)
+                self.tail_size -= len(first)
+                self.dropped += len(first)
+
+    def text(self) -> str:
+        gap = f"\n[… {self.dropped} bytes of output dropped …]\n".encode() if self.dropped else b""
+        return (bytes(self.head) + gap + b"".join(self.tail)).decode("utf-8", errors="replace")
+
+
+def _spawn_failure(cwd: Path, exc: OSError) -> str:
+    if not cwd.is_dir():
+        return f"The command could not start: its working directory {cwd} no longer exists."
+    return f"The command could not start: {exc.strerror or exc}."
+
+
+def _read_window(path: Path, first: int, limit: int | None) -> bytes:
+    """Lines `first`..`first+limit-1` (1-based) of a file, streamed, at most WINDOW_MAX_BYTES of them."""
+    kept = bytearray()
+    number = 1
+    with path.open("rb") as handle:
+        while limit is None or number < first + limit:
+            piece = handle.readline(LINE_CHUNK)
+            if not piece:
+                break
+            if number >= first and len(kept) < WINDOW_MAX_BYTES:
+                kept += piece[: WINDOW_MAX_BYTES - len(kept)]
+            if piece.endswith(b"\n"):
+                number += 1
+    return bytes(kept)
+
+
+def _write(path: Path, content: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, content.encode("utf-8"))

@@ -1,0 +1,183 @@
+"""`ToolContext`: what a tool may ask of its session while it prepares and runs one call.
+
+Paths are resolved and held against the session's roots here, once (`path`): a tool acts on the place the
+policy judged and refuses to go on if a symlink was swapped in since (`still_there`). Files are read as
+UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
+too big to read whole is read as a window of lines. Writes are checked against what the model last read,
+snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
+process group) and show themselves in the call as soon as they start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from coder_agent.checkpoints import CheckpointError
+from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
+from coder_agent.protocol.content import ToolCallContent, ToolKind
+from coder_agent.protocol.schema import SessionUpdate
+from coder_agent.session.bridge import BridgeError, CommandResult
+from coder_agent.session.session import Session
+from coder_agent.tools.base import ToolError
+from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
+
+log = logging.getLogger(__name__)
+
+WHOLE_FILE_BYTES = 4_000_000
+"""Files up to this size are read whole (and can be edited); bigger ones only as a window of lines."""
+
+Progress = Callable[[list[ToolCallContent]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class FileText:
+    """What was read of a file: all of it, or lines `first`.. of it when the file is too big to read whole."""
+
+    text: str
+    first: int = 1
+    whole: bool = True
+    size: int = 0
+
+
+class ToolContext:
+    """One tool call's view of its session."""
+
+    def __init__(self, session: Session, progress: Progress) -> None:
+        self.session = session
+        self.cwd = session.cwd
+        self.roots = session.roots
+        self.policy: PermissionPolicy = session.permissions
+        self._bridge = session.client
+        self._progress = progress
+        self._shown: list[ToolCallContent] = []
+
+    # ---- paths --------------------------------------------------------------------------------
+
+    def path(self, raw: str | Path) -> Place:
+        """Where `raw` really lies (symlinks and `..` resolved), held against the session's roots."""
+        return resolve(raw, self.roots)
+
+    def display(self, path: Path) -> str:
+        """A path as the user reads it: relative inside the working directory, absolute elsewhere."""
+        return (
+            path.relative_to(self.cwd).as_posix() if path.is_relative_to(self.cwd) and path != self.cwd else str(path)
+        )
+
+    def action(self, kind: ToolKind, place: Place) -> Action:
+        return Action(kind, places=(place,))
+
+    def command_action(self, command: str) -> Action:
+        """A command line, parsed, with the files it visibly writes resolved against the roots."""
+        line = analyse(command)
+        writes = {target for c in line.commands for target in c.writes if target}
+        return Action("execute", command=line, writes=tuple(self.path(target) for target in sorted(writes)))
+
+    def still_there(self, place: Place) -> None:
+        """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""
+        if not still_there(place):
+            raise ToolError(f"{place.path} changed since it was checked (it now leads elsewhere); nothing was done.")
+
+    # ---- files --------------------------------------------------------------------------------
+
+    async def exists(self, path: Path) -> bool:
+        return await anyio.Path(path).exists()
+
+    async def read(self, path: Path, *, first: int = 1, limit: int | None = None) -> FileText:
+        """The file's text, whole if it is small enough, else lines `first`..`first+limit-1`; ToolError."""
+        size = await self._check_text_file(path)
+        try:
+            if size <= WHOLE_FILE_BYTES:
+                return FileText(await self._bridge.read_text_file(path), size=size)
+            window = await self._bridge.read_text_file(path, line=first, limit=limit)
+        except BridgeError as exc:
+            raise ToolError(str(exc)) from None
+        return FileText(window, first=first, whole=False, size=size)
+
+    async def read_whole(self, path: Path, verb: str) -> str:
+        """The whole text of a file the model is about to change (ToolError for files too big to edit)."""
+        text = await self.read(path)
+        if not text.whole:
+            raise ToolError(
+                f"{path} is too big to {verb} with this tool ({text.size:,} bytes); change it with a command instead."
+            )
+        return text.text
+
+    def remember(self, path: Path, text: str) -> None:
+        """The text the model has now seen of a file (after a whole read or its own write)."""
+        self.session.file_hashes[str(path)] = content_hash(text)
+
+    def check_fresh(self, path: Path, text: str, verb: str) -> None:
+        """Refuse to change a file the model has not read, or that changed since it did."""
+        known = self.session.file_hashes.get(str(path))
+        if known is None:
+            raise ToolError(f"Read {path} with read_file before you {verb} it.")
+        if known != content_hash(text):
+            raise ToolError(
+                f"{path} has changed since you last read it (edited by the user or another program). "
+                "Read it again, then make your change against the current text."
+            )
+
+    async def write(self, place: Place, old: str | None, new: str) -> None:
+        """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
+        self.still_there(place)
+        path = place.path
+        current = await self.read_whole(path, "write") if await self.exists(path) else None
+        if current != old:
+            raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
+        checkpoints = self.session.checkpoints
+        try:
+            await checkpoints.before_change(path, old)
+        except CheckpointError as exc:
+            log.warning("no undo snapshot of %s: %s", path, exc)
+        try:
+            await self._bridge.write_text_file(path, new)
+        except BridgeError as exc:
+            raise ToolError(str(exc)) from None
+        checkpoints.after_change(path, new)
+        self.remember(path, new)
+
+    async def _check_text_file(self, path: Path) -> int:
+        """The file's size; ToolError unless it is a file that looks like UTF-8 text."""
+        apath = anyio.Path(path)
+        try:
+            stat = await apath.stat()
+            if await apath.is_dir():
+                raise ToolError(f"{path} is a directory; use glob to list it.")
+            async with await anyio.open_file(path, "rb") as handle:
+                head = await handle.read(SNIFF_BYTES + 1)  # one more byte tells whether the file goes on
+        except FileNotFoundError:
+            raise ToolError(f"{path} does not exist.") from None
+        except OSError as exc:
+            raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+        if looks_binary(head, head=len(head) > SNIFF_BYTES):
+            raise ToolError(
+                f"{path} is not a UTF-8 text file (binary or another encoding); it was not read or changed."
+            )
+        return stat.st_size
+
+    # ---- commands and the call's display ------------------------------------------------------
+
+    async def run_command(self, command: str, timeout: float) -> CommandResult:
+        """Run a command line in the working directory; what lets the user watch it joins the call's content."""
+        try:
+            return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show)
+        except BridgeError as exc:
+            raise ToolError(str(exc)) from None
+
+    async def show(self, content: ToolCallContent) -> None:
+        """Add to what the call shows while it runs (a terminal, progress)."""
+        self._shown.append(content)
+        await self._progress(list(self._shown))
+
+    @property
+    def shown(self) -> list[ToolCallContent]:
+        return list(self._shown)
+
+    async def update(self, update: SessionUpdate) -> None:
+        """Send a session update of the tool's own (a plan)."""
+        await self._bridge.update(update)

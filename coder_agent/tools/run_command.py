@@ -1,0 +1,85 @@
+"""`run_command`: a shell command line in the working directory — the editor's terminal when it has one,
+else a local process group — bounded in time, its whole process tree killed on timeout or cancel.
+
+The permission request shows the whole command (the title may be shortened; the content and `rawInput`
+never are). The model reads the exit status and the output, cut in the middle when long.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
+from coder_agent.session.bridge import CommandResult
+from coder_agent.tools.base import Outcome, Params, Prepared, text_content
+from coder_agent.tools.context import ToolContext
+from coder_agent.tools.file_view import truncate_middle
+from coder_agent.tools.tool import BuiltinTool
+
+MAX_OUTPUT_CHARS = 30_000
+SHOWN_OUTPUT_CHARS = 10_000
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_TITLE = 120
+
+
+class CommandParams(Params):
+    command: str = Field(description="The shell command line to run (bash), in the working directory.")
+    timeout_ms: int | None = Field(
+        default=None, ge=1000, le=MAX_TIMEOUT_MS, description="Time limit in milliseconds (default 120000)."
+    )
+    description: str | None = Field(default=None, description="A few words saying what the command does.")
+
+
+class RunCommand(BuiltinTool):
+    name = "run_command"
+    kind = "execute"
+    params = CommandParams
+
+    def title(self, params: CommandParams, ctx: ToolContext) -> str:
+        """The command on one line, shortened for the title only: the whole command is in `rawInput` and in the
+        call's content, so the user always sees everything they approve."""
+        command = " ".join(params.command.split())
+        return command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
+
+    async def prepare(self, params: CommandParams, ctx: ToolContext) -> Prepared:
+        action = ctx.command_action(params.command)
+        timeout = (params.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+
+        async def run() -> Outcome:
+            result = await ctx.run_command(params.command, timeout)
+            output = _output_block(result.output)
+            shown = ctx.shown
+            in_terminal = any(isinstance(c, TerminalContent) for c in shown)
+            display: list[ToolCallContent] = shown if in_terminal else [*shown, output]
+            replay: list[ToolCallContent] | None = [output] if in_terminal else None
+            return Outcome(_report(result, timeout), display, result.exit_code != 0, replay)
+
+        command: list[ToolCallContent] = [text_content(fenced(params.command, "sh"))]
+        return Prepared(action, self.title(params, ctx), run, preview=command)
+
+
+def fenced(text: str, language: str = "") -> str:
+    """`text` in a Markdown code fence longer than any run of backticks inside it."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{text}\n{ticks}"
+
+
+def _output_block(output: str) -> ContentToolCallContent:
+    return text_content(fenced(truncate_middle(output, SHOWN_OUTPUT_CHARS)) if output else "(no output)")
+
+
+def _report(result: CommandResult, timeout: float) -> str:
+    if result.timed_out:
+        status = f"Timed out after {timeout:g} s and was killed."
+    elif result.signal:
+        status = f"Killed by {result.signal}."
+    else:
+        status = f"Exit code: {result.exit_code}"
+    note = " (earlier output was dropped: it passed the output limit)" if result.truncated else ""
+    output = truncate_middle(result.output, MAX_OUTPUT_CHARS) if result.output else "(no output)"
+    return f"{status}{note}\n{output}"
