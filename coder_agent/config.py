@@ -29,6 +29,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from coder_agent.errors import field_problems
 from coder_agent.permissions.modes import ModeName
 
 __all__ = [
@@ -379,22 +380,12 @@ def _validate(data: dict[str, Any], *, strict: bool, where: str, source: str) ->
 def _describe_errors(exc: ValidationError) -> list[tuple[str, str]]:
     """For each error: ("field 'x': message" or "unknown field 'x'", bare message). Input values are left out."""
     out: list[tuple[str, str]] = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        field = _format_loc(err["loc"])
-        if err["type"] == "extra_forbidden":
-            out.append((f"unknown field '{field}'{_hint(err['loc'])}", "unknown field"))
+    for problem in field_problems(exc):
+        if problem.kind == "extra_forbidden":
+            out.append((f"unknown field '{problem.field}'{_hint(problem.loc)}", "unknown field"))
         else:
-            message = err["msg"].removeprefix("Value error, ")
-            out.append((f"field '{field}': {message}", message))
+            out.append((f"field '{problem.field}': {problem.message}", problem.message))
     return out
-
-
-def _format_loc(loc: tuple[int | str, ...]) -> str:
-    """("permissions", "allow", 0) -> "permissions.allow[0]"."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
 
 
 def _hint(loc: tuple[int | str, ...]) -> str:

@@ -19,6 +19,7 @@ Tool failures are not here: they become tool results the model reads, not protoc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
@@ -108,3 +109,28 @@ class ClientTimeout(ClientError):
 
     def __init__(self, method: str, timeout: float) -> None:
         super().__init__(-32603, f"The client did not answer {method} within {timeout:g} s")
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One field a pydantic validation refused: where (`permissions.allow[0]`), why, and pydantic's error type."""
+
+    field: str
+    message: str
+    kind: str
+    loc: tuple[int | str, ...]
+
+
+def field_problems(exc: Any) -> list[FieldProblem]:
+    """The problems of a pydantic `ValidationError`, never with the input values (which may hold secrets).
+
+    Takes the error without importing pydantic, which this module must not load (it is on the startup path).
+    """
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = tuple(error["loc"])
+        field = ""
+        for part in loc:
+            field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+        problems.append(FieldProblem(field, str(error["msg"]).removeprefix("Value error, "), str(error["type"]), loc))
+    return problems

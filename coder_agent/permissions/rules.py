@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
+from coder_agent.globs import compile_glob, glob_regex
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.programs import base_name, program_name
 from coder_agent.permissions.shell import SimpleCommand, analyse, is_write_flag
@@ -152,28 +153,10 @@ def _real_pattern(pattern: str) -> str:
 
 @cache
 def _glob(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("(?:/.*)?")  # `src/**` is the folder and everything in it
-            i += 3
-        elif pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out), re.DOTALL)
+    """A rule's glob (`coder_agent.globs`); `src/**` also matches the folder `src` itself."""
+    if pattern.endswith("/**"):
+        return re.compile(f"(?s:{glob_regex(pattern[:-3])}(?:/.*)?)")
+    return compile_glob(pattern)
 
 
 def folder_rule(kind: str, place: Place) -> Rule:

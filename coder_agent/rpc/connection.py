@@ -37,6 +37,7 @@ from coder_agent.errors import (
     ParseError,
     RequestCancelled,
     RpcError,
+    field_problems,
 )
 from coder_agent.rpc.framing import ByteSink, ByteSource, FrameTooLarge, read_frames
 
@@ -88,10 +89,7 @@ def as_invalid_params(exc: Exception) -> InvalidParams | None:
     pydantic = sys.modules.get("pydantic")
     if pydantic is None or not isinstance(exc, pydantic.ValidationError):
         return None
-    problems = []
-    for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in error["loc"]) or "params"
-        problems.append({"field": where, "message": error["msg"]})
+    problems = [{"field": p.field or "params", "message": p.message} for p in field_problems(exc)]
     text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return InvalidParams(f"Invalid params: {text}", {"errors": problems})
 

@@ -6,12 +6,15 @@ come here, and the caller sends `config_option_update` (and `current_mode_update
 
 from __future__ import annotations
 
+from typing import get_args
+
+from coder_agent.config import ReasoningEffort
 from coder_agent.errors import InvalidParams
 from coder_agent.permissions import MODES, is_mode
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
 from coder_agent.session.session import Session
 
-EFFORTS = ("minimal", "low", "medium", "high")
+EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 DEFAULT_EFFORT = "default"
 
 

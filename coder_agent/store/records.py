@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from coder_agent.errors import field_problems
 from coder_agent.store.errors import InvalidSessionId, StoreError
 
 __all__ = [
@@ -151,9 +152,7 @@ def _check_schema(path: Path, value: dict[str, Any]) -> None:
 
 
 def _shape_error(path: Path, what: str, error: ValidationError) -> StoreError:
-    details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or '(top)'}: {item['msg']}" for item in error.errors()[:3]
-    )
+    details = "; ".join(f"{p.field or '(top)'}: {p.message}" for p in field_problems(error)[:3])
     more = f" (and {error.error_count() - 3} more)" if error.error_count() > 3 else ""
     return StoreError(f"session file {path} is corrupt: not a valid {what}: {details}{more}")
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from coder_agent.errors import field_problems
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import (
@@ -96,11 +97,8 @@ def text_content(text: str) -> ContentToolCallContent:
 
 
 def describe_validation(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
+    """A tool call's bad arguments, in one line for the model."""
+    return "; ".join(f"{p.field or 'arguments'}: {p.message}" for p in field_problems(exc))
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

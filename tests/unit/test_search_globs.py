@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from coder_agent.tools.search.globs import compile_glob, glob_regex
+from coder_agent.globs import compile_glob, glob_regex
 
 CASES = [
     # glob, path, matches

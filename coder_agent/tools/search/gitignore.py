@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coder_agent.tools.search.globs import compile_glob
+from coder_agent.globs import compile_glob
 from coder_agent.tools.search.scope import Scope
 
 __all__ = ["IgnoreRule", "is_ignored", "parent_rules", "parse_gitignore", "read_rules"]
