@@ -142,7 +142,7 @@ async def test_a_second_prompt_waits_for_the_first(tmp_path: Path) -> None:
             task_group.start_soon(prompt, "first")
             await client.wait_for(lambda: runner.started == 1)
             task_group.start_soon(prompt, "second")
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # the second prompt has reached the session and waits there
             assert runner.started == 1, "the second turn must not start while the first runs"
             runner.release.set()
     assert answers == ["end_turn", "end_turn"]
@@ -163,7 +163,7 @@ async def test_cancel_also_cancels_queued_prompts_but_not_later_ones(tmp_path: P
             task_group.start_soon(prompt, "first")
             await client.wait_for(lambda: runner.started == 1)
             task_group.start_soon(prompt, "queued")
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # the queued prompt has reached the session and waits there
             await client.notify("session/cancel", {"sessionId": session_id})
             await client.wait_for(lambda: len(answers) == 2)
             runner.release.set()

@@ -374,7 +374,7 @@ async def test_held_permission_is_answered_cancelled_when_the_turn_is_cancelled(
         request_id = await h.start("session/request_permission", permission_params())
         pending = await editor.wait_for_permission_request()
         assert pending.params == permission_params()
-        await anyio.sleep(0.05)
+        await anyio.wait_all_tasks_blocked()
         assert not h.answered(request_id)  # held
 
         await editor.cancel(SESSION)

@@ -24,7 +24,7 @@ from coder_agent.mcp.hub import McpHub
 from coder_agent.mcp.types import McpError, McpServerSpec
 from tests.support.mcp_servers.basic_http import serve_http
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def server(name: str, module: str, **env: str) -> McpServerSpec:
