@@ -9,6 +9,7 @@ what one model call needs, or raises `AuthRequired` / `ConfigInvalid` naming exa
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from coder_agent.errors import AuthRequired, ConfigInvalid
 from coder_agent.model import providers
 from coder_agent.model.base import ModelSettings
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class ConfigSource:
@@ -41,11 +44,14 @@ class ConfigSource:
             return self._load(cwd), []
         except ConfigError as exc:
             if cwd is None or exc.source != str(project_config_file(cwd)):
+                log.error("the config is invalid: %s", exc)
                 raise ConfigInvalid(str(exc), {"source": exc.source}) from None
+            log.warning("the project config is left out: %s", exc)
             problem = str(exc)
         try:
             return self._load(None), [problem]
         except ConfigError as exc:
+            log.error("the config is invalid: %s", exc)
             raise ConfigInvalid(str(exc), {"source": exc.source}) from None
 
     def _load(self, cwd: Path | None) -> Config:

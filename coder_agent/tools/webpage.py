@@ -45,7 +45,6 @@ class Page:
     status: int
     content_type: str
     text: str
-    truncated: bool
 
 
 async def fetch(target: FetchTarget, may_follow: HopCheck, *, max_chars: int = MAX_CHARS) -> Page:
@@ -113,10 +112,9 @@ def _page(url: str, status: int, headers: dict[str, str], body: bytes, max_chars
     text = body.decode(headers.get("x-encoding", "utf-8"), errors="replace")
     if "html" in content_type or text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
         text = html_to_text(text)
-    truncated = len(text) > max_chars
-    if truncated:
+    if len(text) > max_chars:
         text = text[:max_chars] + f"\n[… truncated: the page has {len(text):,} characters]"
-    return Page(url, status, content_type, text, truncated)
+    return Page(url, status, content_type, text)
 
 
 class _TextExtractor(HTMLParser):
