@@ -55,6 +55,7 @@ DOOM_LOOP_REPEATS = 3
 
 TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
+WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to your question."
 
 
 class Turn:
@@ -136,13 +137,18 @@ class Turn:
             if not turn.tool_calls:
                 return "end_turn"
             images: list[dict[str, Any]] = []
+            waiting = False  # for the user's answer to a question: the turn ends after this batch
             for call in turn.tool_calls:
+                if waiting:
+                    self.add_tool_result(call.id, WAITING_FOR_ANSWER)
+                    continue
                 try:
                     result = await self.tools.run(call)
                 except TurnCancelled:
                     return "cancelled"
                 images += self.add_tool_result(call.id, result.output)
                 self.session.save_soon()
+                waiting = result.ends_turn
                 if self.repeating(call, result):
                     await self.say(
                         f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
@@ -151,6 +157,8 @@ class Turn:
                     return "end_turn"
             if images:  # tool messages carry text only: images follow in a user message
                 self.history.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+            if waiting:
+                return "end_turn"
         await self.say(
             f"\n\n**Stopped after {self.config.max_turn_requests} model requests** (the `max_turn_requests` limit). "
             "Send a message to let it continue.\n"
