@@ -20,7 +20,7 @@ from typing import Any
 
 from coder_agent import prompts
 from coder_agent.agent import workspace
-from coder_agent.agent.compaction import compact
+from coder_agent.agent.compacting import compact_session
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
 from coder_agent.errors import AuthRequired, ModelUnavailable, RpcError
@@ -39,7 +39,6 @@ from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageCo
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    CompactionUpdate,
     ConfigOptionUpdate,
     Cost,
     StopReason,
@@ -236,30 +235,7 @@ class Turn:
 
     async def compact_now(self, focus: str | None = None) -> bool:
         """Summarise the older history; tell the user. False if there was nothing to compact."""
-        compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
-        visible = self.client.supports_compaction_updates
-        if visible:
-            await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
-        try:
-            result = await compact(self.model, self.history, focus)
-        except ModelError as exc:
-            if visible:
-                await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="failed", error=str(exc)))
-            else:
-                await self.say(f"\n\n_Compacting the conversation failed: {exc}_\n\n")
-            return False
-        if result is None:
-            if visible:
-                await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="cancelled"))
-            return False
-        self.history[:] = result.messages
-        self.session.conversation.context_tokens = 0
-        if visible:
-            summary: list[ContentBlock] = [TextContent(text=result.summary)]
-            await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary))
-        else:
-            await self.say(f"\n\n_Context compacted: {result.removed} earlier messages were summarised._\n\n")
-        return True
+        return await compact_session(self.session, self.model, focus, self.on_retry)
 
     # ---- tools --------------------------------------------------------------------------------
 

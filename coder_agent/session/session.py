@@ -28,6 +28,7 @@ from coder_agent.permissions import PermissionPolicy, is_mode, restore_rules
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
+from coder_agent.session.replay import fail_open_compactions
 from coder_agent.session.saver import Saver
 from coder_agent.store import SessionRecord, utc_now
 
@@ -177,6 +178,8 @@ class Session:
         self.events = list(record.events)
         if answer_pending_calls(self.conversation.messages, INTERRUPTED_RESULT) + fail_open_calls(self.events):
             log.info("session %s: repaired tool calls interrupted when it was last saved", self.id)
+        if fail_open_compactions(self.events):
+            log.info("session %s: a compaction was interrupted when it was last saved", self.id)
         updates: dict[str, Any] = {"reasoning_effort": record.reasoning_effort}
         if record.model:
             updates["model"] = record.model
