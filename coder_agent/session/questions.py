@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
-ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
+ACCEPT: Final = "accept"
+DECLINE: Final = "decline"
+CANCEL: Final = "cancel"
 
 MAX_URL_CHARS = 4_000
 

@@ -84,6 +84,8 @@ class Session:
     """What to close with the session (MCP servers)."""
     notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
+    side_requests: set[anyio.CancelScope] = field(default_factory=set)
+    """What MCP servers are asking of the user or the model right now; `cancel` cancels them with the turn."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -121,8 +123,10 @@ class Session:
             return stop_reason
 
     def cancel(self) -> None:
-        """Cancel the running turn and the prompts queued behind it."""
+        """Cancel the running turn, the prompts queued behind it, and what MCP servers are asking meanwhile."""
         self._cancels += 1
+        for scope in list(self.side_requests):
+            scope.cancel()
         if self._turn_scope is not None:
             log.info("session %s: cancelling the running turn", self.id)
             self._turn_scope.cancel()
