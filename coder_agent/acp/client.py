@@ -57,6 +57,7 @@ TERMINAL_TIMEOUT = 30.0
 CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 QUESTION_TIMEOUT = 3600.0
+MAX_OPEN_URLS = 100
 
 FALLBACK_NOTICES = {
     "files": (
@@ -93,7 +94,7 @@ class AcpClientBridge:
         elicitation = capabilities.elicitation
         self.supports_forms = elicitation is not None and elicitation.form is not None
         self.supports_urls = elicitation is not None and elicitation.url is not None
-        self._open_urls: set[str] = set()
+        self._open_urls: dict[str, None] = {}
         """URL questions the user accepted and the client has not been told are done."""
         self._fallbacks_told: set[str] = set()
 
@@ -170,7 +171,9 @@ class AcpClientBridge:
         if response.action != ACCEPT:
             return Answer(response.action)
         if not isinstance(question, FormQuestion):
-            self._open_urls.add(question.elicitation_id)
+            if len(self._open_urls) >= MAX_OPEN_URLS:  # never told done: forget the oldest
+                self._open_urls.pop(next(iter(self._open_urls)))
+            self._open_urls[question.elicitation_id] = None
             return Answer(ACCEPT)
         return Answer(ACCEPT, dict(response.content or {}))
 
@@ -178,7 +181,7 @@ class AcpClientBridge:
         """`elicitation/complete`, only for a URL question this client accepted and has not been told about."""
         if elicitation_id not in self._open_urls:
             return
-        self._open_urls.discard(elicitation_id)
+        del self._open_urls[elicitation_id]
         notification = CompleteElicitationNotification(elicitation_id=elicitation_id)
         await self._peer.notify("elicitation/complete", notification.wire())
 

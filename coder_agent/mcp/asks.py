@@ -1,6 +1,8 @@
 """What an MCP server asks of us, as the `mcp` client's callbacks: elicitation (a question for the user) and sampling
 (a completion from the model), translated between `mcp`'s types and ours and answered by the session's hooks.
 
+The `mcp` client offers servers both elicitation modes whatever the editor shows, so a question of a kind the
+editor does not offer is declined, with the reason in the result's `_meta` (`REASON_KEY`).
 Form schemas are cut down to what an ACP form shows (a flat object of string, number, integer, boolean and
 multi-select fields, each keyword checked); a form with a field that cannot be shown is declined, saying why.
 Sampling takes text and images; tool use inside sampling is not offered (`sampling.tools` is not advertised).
