@@ -2,9 +2,11 @@
 
 Updates are `session/update` notifications; files go through `fs/read_text_file` and `fs/write_text_file` (so
 unsaved buffers count and the editor sees every write); commands run in the editor's terminal (`terminal/*`),
-where the user watches them, always released after; permission questions are `session/request_permission`.
+where the user watches them, always released after; permission questions are `session/request_permission`;
+questions for the user are `elicitation/create` (a form, or a web page to open, then `elicitation/complete`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
-opens, to use the local machine (`session.local.LocalBridge`) for files or commands instead.
+opens, to use the local machine (`session.local.LocalBridge`) for files or commands instead (saying so in a
+notice the first time), and a question of a kind the client cannot show comes back declined, saying why.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+from pydantic import ValidationError
 
 from coder_agent.acp.presentation import permission_options
 from coder_agent.errors import ClientError
@@ -23,7 +26,10 @@ from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
     ClientCapabilities,
+    CompleteElicitationNotification,
+    CreateElicitationResponse,
     CreateTerminalResponse,
+    FormElicitation,
     NoticeSeverity,
     NoticeUpdate,
     ReadTextFileResponse,
@@ -32,6 +38,7 @@ from coder_agent.protocol.schema import (
     TerminalExitStatus,
     TerminalOutputResponse,
     ToolCallUpdate,
+    UrlElicitation,
 )
 from coder_agent.secrets import editor_terminal_env
 from coder_agent.session.bridge import (
@@ -43,11 +50,25 @@ from coder_agent.session.bridge import (
     shell_argv,
 )
 from coder_agent.session.local import LocalBridge
+from coder_agent.session.questions import ACCEPT, Answer, FormQuestion, Question, not_asked, refusal
 
 FS_TIMEOUT = 30.0
 TERMINAL_TIMEOUT = 30.0
 CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
+QUESTION_TIMEOUT = 3600.0
+MAX_OPEN_URLS = 100
+
+FALLBACK_NOTICES = {
+    "files": (
+        "Files are read and written on disk, not through the editor",
+        "The editor does not offer file access to agents, so unsaved changes in open buffers are not seen.",
+    ),
+    "commands": (
+        "Commands run as local processes, not in the editor's terminal",
+        "The editor does not offer terminals to agents; a command's output shows in the tool call when it ends.",
+    ),
+}
 
 
 class Peer(Protocol):
@@ -70,6 +91,12 @@ class AcpClientBridge:
         session = capabilities.session
         self.supports_compaction_updates = session is not None and session.compaction is not None
         self.supports_notices = session is not None and session.notices is not None
+        elicitation = capabilities.elicitation
+        self.supports_forms = elicitation is not None and elicitation.form is not None
+        self.supports_urls = elicitation is not None and elicitation.url is not None
+        self._open_urls: dict[str, None] = {}
+        """URL questions the user accepted and the client has not been told are done."""
+        self._fallbacks_told: set[str] = set()
 
     # ---- updates ------------------------------------------------------------------------------
 
@@ -106,10 +133,63 @@ class AcpClientBridge:
         outcome = RequestPermissionResponse.model_validate(result).outcome
         return None if outcome.outcome == "cancelled" else outcome.option_id
 
+    # ---- questions ----------------------------------------------------------------------------
+
+    async def ask(self, question: Question) -> Answer:
+        """`elicitation/create` in the mode the question needs, if the client offers it; no secret in a form."""
+        problem = refusal(question)
+        if problem is not None:
+            return not_asked(problem)
+        request: FormElicitation | UrlElicitation
+        if isinstance(question, FormQuestion):
+            if not self.supports_forms:
+                return not_asked("the editor cannot show questions (it does not offer form elicitation)")
+            request = FormElicitation(
+                session_id=self.session_id,
+                tool_call_id=question.tool_call_id,
+                message=question.message,
+                requested_schema=question.schema,
+            )
+        else:
+            if not self.supports_urls:
+                return not_asked("the editor cannot send the user to a web page (it does not offer URL elicitation)")
+            request = UrlElicitation(
+                session_id=self.session_id,
+                tool_call_id=question.tool_call_id,
+                message=question.message,
+                elicitation_id=question.elicitation_id,
+                url=question.url,
+            )
+        try:
+            result = await self._peer.request("elicitation/create", request.wire(), timeout=QUESTION_TIMEOUT)
+        except ClientError as exc:
+            raise BridgeError(f"The question could not be shown to the user ({exc.message}).") from None
+        try:
+            response = CreateElicitationResponse.model_validate(result)
+        except ValidationError:
+            raise BridgeError("The editor's answer to the question was malformed.") from None
+        if response.action != ACCEPT:
+            return Answer(response.action)
+        if not isinstance(question, FormQuestion):
+            if len(self._open_urls) >= MAX_OPEN_URLS:  # never told done: forget the oldest
+                self._open_urls.pop(next(iter(self._open_urls)))
+            self._open_urls[question.elicitation_id] = None
+            return Answer(ACCEPT)
+        return Answer(ACCEPT, dict(response.content or {}))
+
+    async def url_done(self, elicitation_id: str) -> None:
+        """`elicitation/complete`, only for a URL question this client accepted and has not been told about."""
+        if elicitation_id not in self._open_urls:
+            return
+        del self._open_urls[elicitation_id]
+        notification = CompleteElicitationNotification(elicitation_id=elicitation_id)
+        await self._peer.notify("elicitation/complete", notification.wire())
+
     # ---- files --------------------------------------------------------------------------------
 
     async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
         if not self.capabilities.fs.read_text_file:
+            await self._fallback("files")
             return await self._local.read_text_file(path, line=line, limit=limit)
         params: dict[str, Any] = {"path": str(path)}
         if line is not None:
@@ -126,6 +206,7 @@ class AcpClientBridge:
 
     async def write_text_file(self, path: Path, content: str) -> None:
         if not self.capabilities.fs.write_text_file:
+            await self._fallback("files")
             await self._local.write_text_file(path, content)
             return
         try:
@@ -138,6 +219,7 @@ class AcpClientBridge:
     async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
         """In the editor's terminal: create, show, wait (bounded), kill if needed, read, always release."""
         if not self.capabilities.terminal:
+            await self._fallback("commands")
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show)
         shell, *args = shell_argv(command)
         params: dict[str, Any] = {
@@ -181,6 +263,12 @@ class AcpClientBridge:
                 if not exited:
                     await _quietly(self._terminal("terminal/kill", terminal_id))
                 await _quietly(self._terminal("terminal/release", terminal_id))
+
+    async def _fallback(self, what: str) -> None:
+        """Say once per session that the local machine stands in for what the editor does not offer."""
+        if what not in self._fallbacks_told:
+            self._fallbacks_told.add(what)
+            await self.notice("info", *FALLBACK_NOTICES[what])
 
     # ---- the wire -----------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.options import config_options
+from coder_agent.session.replay import replayed
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
 
@@ -111,7 +112,8 @@ class AcpServer:
         request = LoadSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
-        for event in session.events:  # the whole history, before the response (as ACP asks)
+        # The whole history, before the response (as ACP asks), in the terms this client shows.
+        for event in replayed(session.events, compaction=session.client.supports_compaction_updates):
             await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 

@@ -1,25 +1,32 @@
 """Context compaction: summarise the older part of a conversation with the model and keep the recent tail.
 
 The tail starts at the last user message, so a tool call is never separated from its result; if the
-whole history is one turn, the tail is the last assistant message and its results.
+whole history is one turn, the tail is the last assistant message and its results. The summary is streamed
+(`on_text`), so the user can watch it being written (`agent.compacting` shows it).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coder_agent import prompts
-from coder_agent.model.base import Message
+from coder_agent.model.base import Message, ModelTurn, StreamSink
 
 MAX_PART_CHARS = 2_000
 SUMMARY_WORDS = 600
 SUMMARY_PREFIX = "[Summary of the earlier part of this conversation, written when the context was compacted]"
 
 
+Text = Callable[[str], Awaitable[None]]
+
+
 class Summarizer(Protocol):
-    async def complete(self, messages: list[Message]) -> str: ...
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink
+    ) -> ModelTurn: ...
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,12 @@ class Compacted:
     messages: list[Message]
     summary: str
     removed: int
+    cost: float | None = None
+    """What the summary cost, where the price is known."""
+
+
+async def _ignore(_: str) -> None:
+    return None
 
 
 def split_point(messages: list[Message]) -> int:
@@ -38,10 +51,17 @@ def split_point(messages: list[Message]) -> int:
     return assistants[-1] if assistants and assistants[-1] > 0 else 0
 
 
-async def compact(model: Summarizer, messages: list[Message], focus: str | None = None) -> Compacted | None:
+async def compact(
+    model: Summarizer,
+    messages: list[Message],
+    focus: str | None = None,
+    *,
+    on_text: Text = _ignore,
+    on_retry: Text = _ignore,
+) -> Compacted | None:
     """Replace everything before the tail with one summary; None when there is nothing to compact.
 
-    `focus` (from `/compact <focus>`) tells the summariser what matters most.
+    `focus` (from `/compact <focus>`) tells the summariser what matters most; the summary streams to `on_text`.
     """
     cut = split_point(messages)
     if cut == 0:
@@ -54,13 +74,14 @@ async def compact(model: Summarizer, messages: list[Message], focus: str | None 
         {"role": "system", "content": instructions},
         {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(head)},
     ]
-    summary = (await model.complete(request)).strip() or "(the summary came back empty)"
+    turn = await model.stream(request, (), StreamSink(on_text=on_text, on_thought=_ignore, on_retry=on_retry))
+    summary = turn.text.strip() or "(the summary came back empty)"
     kept: list[Message] = [
         {"role": "user", "content": f"{SUMMARY_PREFIX}\n\n{summary}"},
         {"role": "assistant", "content": "Understood; I will continue from this summary."},
         *tail,
     ]
-    return Compacted(kept, summary, len(head))
+    return Compacted(kept, summary, len(head), turn.cost)
 
 
 def transcript(messages: list[Message]) -> str:

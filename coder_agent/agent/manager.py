@@ -2,8 +2,9 @@
 
 Opening a session builds it whole: the config for its folder, the model credentials checked (a session
 that could not answer is refused with `AuthRequired` naming what to set), the permission policy, the
-undo checkpoints, the MCP servers, the background saver and the replay log. Every change of state (a
-new session, a mode or option change, a step of a turn) is saved. What is ACP about it (parsing params,
+undo checkpoints, the MCP servers (with what the session does when they ask: `agent.mcp_requests`), the
+background saver and the replay log. Every change of state (a new session, a mode or option change, a step
+of a turn) is saved. What is ACP about it (parsing params,
 answering, replaying to the client) stays in `acp.server`.
 """
 
@@ -25,9 +26,8 @@ from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
 from coder_agent.errors import InternalError, ResourceNotFound
 from coder_agent.permissions import PermissionPolicy, Rule
-from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
-    AgentMessageChunk,
     AvailableCommandsUpdate,
     ConfigOptionUpdate,
     CurrentModeUpdate,
@@ -140,7 +140,7 @@ class SessionManager:
         )
         try:
             if mcp_servers:
-                await _connect_mcp(session, mcp_servers)
+                await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
                 session.restore(record)
         except BaseException:
@@ -239,12 +239,14 @@ def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
 
 
-async def _connect_mcp(session: Session, servers: Sequence[McpServer]) -> None:
+async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: TurnRunner) -> None:
     """Start the session's MCP servers, all at once; a server that fails is reported, not fatal."""
+    from coder_agent.agent.mcp_requests import McpRequests
     from coder_agent.mcp.hub import McpHub
     from coder_agent.mcp.types import McpServerSpec
 
-    hub = McpHub(task_group=session.tasks, roots=session.roots)
+    hooks = McpRequests(session, runner).hooks()
+    hub = McpHub(task_group=session.tasks, roots=session.roots, hooks=hooks)
     session.mcp_hub = hub
     session.closers.append(hub.aclose)
     specs = [McpServerSpec.from_acp(server, cwd=session.cwd) for server in servers]
@@ -255,11 +257,11 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer]) -> None:
 
 def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:
     async def tell(error: str) -> None:
-        text = (
-            f"\n\n**This session could not be saved** ({error}); it will not survive a restart until saving works "
-            "again. Check that the data folder is writable and has free space.\n\n"
+        description = (
+            f"{error}. It will not survive a restart until saving works again: check that the data folder is "
+            "writable and has free space."
         )
         with contextlib.suppress(Exception):
-            await session.client.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+            await session.client.notice("error", "This session could not be saved", description)
 
     return tell

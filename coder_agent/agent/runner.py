@@ -7,6 +7,7 @@ titles a session after its first prompt, and hands the prompt to `commands` or t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import anyio
@@ -58,6 +59,12 @@ class AgentRunner:
         from coder_agent.model.litellm_model import LitellmModel
 
         return LitellmModel(settings)
+
+    def sampling_model(self, session: Session, max_tokens: int) -> Model:
+        """The session's model, its output capped at what the server asked for (and the config's own cap)."""
+        settings = self.source.model_settings(session.config)
+        cap = min(max_tokens, settings.max_tokens) if settings.max_tokens else max_tokens
+        return self.make_model(dataclasses.replace(settings, max_tokens=max(cap, 1)))
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         model = self.make_model(self.source.model_settings(session.config))

@@ -20,7 +20,7 @@ from typing import Any
 
 from coder_agent import prompts
 from coder_agent.agent import workspace
-from coder_agent.agent.compaction import compact
+from coder_agent.agent.compacting import compact_session
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
 from coder_agent.errors import AuthRequired, ModelUnavailable, RpcError
@@ -39,7 +39,6 @@ from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageCo
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    CompactionUpdate,
     ConfigOptionUpdate,
     Cost,
     StopReason,
@@ -55,6 +54,7 @@ DOOM_LOOP_REPEATS = 3
 
 TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
+WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to your question."
 
 
 class Turn:
@@ -136,13 +136,18 @@ class Turn:
             if not turn.tool_calls:
                 return "end_turn"
             images: list[dict[str, Any]] = []
+            waiting = False  # for the user's answer to a question: the turn ends after this batch
             for call in turn.tool_calls:
+                if waiting:
+                    self.add_tool_result(call.id, WAITING_FOR_ANSWER)
+                    continue
                 try:
                     result = await self.tools.run(call)
                 except TurnCancelled:
                     return "cancelled"
                 images += self.add_tool_result(call.id, result.output)
                 self.session.save_soon()
+                waiting = result.ends_turn
                 if self.repeating(call, result):
                     await self.say(
                         f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
@@ -151,6 +156,8 @@ class Turn:
                     return "end_turn"
             if images:  # tool messages carry text only: images follow in a user message
                 self.history.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+            if waiting:
+                return "end_turn"
         await self.say(
             f"\n\n**Stopped after {self.config.max_turn_requests} model requests** (the `max_turn_requests` limit). "
             "Send a message to let it continue.\n"
@@ -228,30 +235,7 @@ class Turn:
 
     async def compact_now(self, focus: str | None = None) -> bool:
         """Summarise the older history; tell the user. False if there was nothing to compact."""
-        compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
-        visible = self.client.supports_compaction_updates
-        if visible:
-            await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
-        try:
-            result = await compact(self.model, self.history, focus)
-        except ModelError as exc:
-            if visible:
-                await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="failed", error=str(exc)))
-            else:
-                await self.say(f"\n\n_Compacting the conversation failed: {exc}_\n\n")
-            return False
-        if result is None:
-            if visible:
-                await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="cancelled"))
-            return False
-        self.history[:] = result.messages
-        self.session.conversation.context_tokens = 0
-        if visible:
-            summary: list[ContentBlock] = [TextContent(text=result.summary)]
-            await self.client.update(CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary))
-        else:
-            await self.say(f"\n\n_Context compacted: {result.removed} earlier messages were summarised._\n\n")
-        return True
+        return await compact_session(self.session, self.model, focus, self.on_retry)
 
     # ---- tools --------------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ Protocol: `mcp` 2.x negotiates the version (`mode="auto"`): a `server/discover` 
 on a `subscriptions/listen` stream, opened when the server declares `tools.listChanged`. Either way the server's
 tools are listed again and the hub is told.
 
+What the server asks of us while connected (elicitation, sampling, `notifications/elicitation/complete`) goes to
+the hub's `McpClientHooks` through `mcp.asks`; sampling is offered to servers only when there is a hook for it.
+
 Also here: the short human reason for a failure (`describe`), which the hub's messages share.
 """
 
@@ -30,9 +33,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from coder_agent.mcp.asks import elicitation_callback, sampling_callback
 from coder_agent.mcp.results import to_tools
 from coder_agent.mcp.stdio import ServerProcess, stdio_transport
-from coder_agent.mcp.types import McpError, McpServerSpec, McpTool, ServerStatus
+from coder_agent.mcp.types import McpClientHooks, McpError, McpServerSpec, McpTool, ServerStatus
 
 if TYPE_CHECKING:
     from mcp.client.client import Client
@@ -73,6 +77,10 @@ class Server:
     restart_pending: bool = False
     restarts: int = 0
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    given_up: bool = False
+    """Crashed more than `MAX_RESTARTS` times (and the user was told)."""
+    callers: list[str] = field(default_factory=list)
+    """The tool calls (ours) running on the server now, so what it asks meanwhile can be tied to one."""
 
     def status(self) -> ServerStatus:
         state: Literal["connected", "failed", "closed"] = "failed" if self.state == "connecting" else self.state
@@ -99,6 +107,8 @@ class Connector:
     """Receives (server name, line) for each line a stdio server writes to stderr."""
     tools_changed: Callable[[Server], Awaitable[None]]
     """Called after a connected server's tools were listed again and changed."""
+    hooks: McpClientHooks = field(default_factory=McpClientHooks)
+    """What the session does when a server asks something of it."""
 
     async def run(self, server: Server, connection: Connection, timeout: float) -> None:
         """The attempt's task: connect within `timeout`, serve until stopped or lost, close; never raises."""
@@ -119,7 +129,7 @@ class Connector:
             connection.done.set()
 
     async def _connect_and_serve(self, server: Server, connection: Connection, timeout: float) -> None:
-        from mcp_types import ToolListChangedNotification
+        from mcp_types import ElicitCompleteNotification, ToolListChangedNotification
 
         signals_in, signals_out = anyio.create_memory_object_stream[None](1)
 
@@ -127,6 +137,11 @@ class Connector:
             if isinstance(message, ToolListChangedNotification):
                 with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     signals_in.send_nowait(None)  # a refresh is already due: this one coalesces into it
+            elif isinstance(message, ElicitCompleteNotification) and self.hooks.elicitation_done is not None:
+                try:
+                    await self.hooks.elicitation_done(server.name, message.params.elicitation_id)
+                except Exception:
+                    log.exception("MCP server %r: relaying a finished elicitation failed", server.name)
             elif isinstance(message, Exception):
                 log.debug("MCP server %r: transport error: %s", server.name, message)
 
@@ -218,6 +233,8 @@ class Connector:
             cache=None,
             message_handler=on_message,
             list_roots_callback=self._list_roots if self.roots else None,
+            elicitation_callback=elicitation_callback(server, self.hooks),
+            sampling_callback=sampling_callback(server, self.hooks) if self.hooks.sample is not None else None,
             client_info=Implementation(name="coder-agent", version=__version__),
         )
         return await stack.enter_async_context(client)

@@ -22,7 +22,11 @@ Each attempt has its own deadline (`connect(timeout=...)`), so one hung server n
 
 Crashes: a call that loses its connection fails with an `McpError` naming the server, the exit code and the last
 stderr lines. The tools of that server stay listed, and the next call to one of them restarts the server once
-(then lists its tools again), up to `MAX_RESTARTS` times per server.
+(then lists its tools again), up to `MAX_RESTARTS` times per server. A restart that fails, and a server given up
+on, are told to the user (`McpClientHooks.notice`).
+
+Servers' own requests (elicitation, sampling) are answered by the `McpClientHooks` the owner gives; `call` names
+the tool call it serves (`caller`), so a question a server asks during it is tied to that call.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from coder_agent.mcp.results import MAX_RESULT_CHARS, map_result, model_parts
 from coder_agent.mcp.stdio import CLOSE_GRACE
 from coder_agent.mcp.types import (
     McpCallResult,
+    McpClientHooks,
     McpError,
     McpPromptArgument,
     McpPromptInfo,
@@ -84,12 +89,14 @@ class McpHub:
         roots: Sequence[str | Path] = (),
         protocol: Literal["auto", "legacy"] = "auto",
         max_result_chars: int = MAX_RESULT_CHARS,
+        hooks: McpClientHooks | None = None,
     ) -> None:
         """`log_to` receives the stdio servers' stderr (default: our stderr, looked up when written).
 
         `task_group`: a long-lived group to run the connections in; without one, use `async with McpHub()`.
         `roots`: directories offered to servers that ask for roots (2025-era `roots/list`), e.g. the session cwd.
         `protocol`: "auto" negotiates (2026-07-28 or 2025 handshake); "legacy" forces the 2025 handshake.
+        `hooks`: what the session does when a server asks the user, asks for a completion, or must tell the user.
         """
         self._on_tools_changed = on_tools_changed
         self._log_to = log_to
@@ -100,7 +107,9 @@ class McpHub:
             roots=[Path(r) for r in roots],
             log_line=self._log_line,
             tools_changed=self._server_tools_changed,
+            hooks=hooks or McpClientHooks(),
         )
+        self._hooks = hooks or McpClientHooks()
         self._max_chars = max_result_chars
         self._servers: list[Server] = []
         self._index: dict[str, tuple[Server, McpTool]] = {}
@@ -171,9 +180,11 @@ class McpHub:
     def statuses(self) -> list[ServerStatus]:
         return [server.status() for server in self._servers]
 
-    async def call(self, qualified_name: str, arguments: dict[str, Any], *, timeout: float = 120.0) -> McpCallResult:
+    async def call(
+        self, qualified_name: str, arguments: dict[str, Any], *, timeout: float = 120.0, caller: str | None = None
+    ) -> McpCallResult:
         """Call a tool by its qualified name. Raises `McpError` when the server cannot answer (a tool's own failure
-        is a result with `is_error`)."""
+        is a result with `is_error`). `caller` names our tool call, which the server's requests meanwhile belong to."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -185,6 +196,8 @@ class McpHub:
         if tool.name not in {t.name for t in server.tools}:
             raise McpError(f"MCP server {server.name!r} no longer offers the tool {tool.name!r}")
         what = f"the call to {tool.name!r} on MCP server {server.name!r}"
+        if caller is not None:
+            server.callers.append(caller)
         try:
             with anyio.fail_after(timeout):
                 result = await client.call_tool(tool.name, arguments)
@@ -198,6 +211,9 @@ class McpHub:
             if connection.lost.is_set() or is_connection_error(exc):
                 raise McpError(await self._lost(server, connection, what)) from None
             raise McpError(f"{what} failed: {describe(exc)}") from None
+        finally:
+            if caller is not None:
+                server.callers.remove(caller)
         return map_result(result.model_dump(by_alias=True, mode="json", exclude_none=True), self._max_chars)
 
     async def list_prompts(self) -> list[McpPromptInfo]:
@@ -310,6 +326,11 @@ class McpHub:
             if not server.restart_pending:
                 raise McpError(server.error or f"MCP server {server.name!r} is not connected")
             if server.restarts >= MAX_RESTARTS:
+                if not server.given_up:
+                    server.given_up = True
+                    await self._notice(
+                        "error", f"The MCP server {server.name} keeps crashing; it is not restarted again", server.error
+                    )
                 raise McpError(f"{server.error} (it crashed {server.restarts + 1} times; not restarting it again)")
             if connection is not None:
                 await connection.done.wait()
@@ -323,6 +344,9 @@ class McpHub:
             if server.state != "connected" or connection.client is None:
                 self._reindex()
                 await self._tools_changed()
+                await self._notice(
+                    "warning", f"The MCP server {server.name} stopped and could not be restarted", server.error
+                )
                 raise McpError(f"{crash}; restarting it failed: {server.error}")
             self._reindex()
             if {t.name for t in server.tools} != before:
@@ -349,6 +373,14 @@ class McpHub:
                     tool = dataclasses.replace(tool, qualified_name=f"{tool.qualified_name[:55]}_{digest}")
                 index[tool.qualified_name] = (server, tool)
         self._index = index
+
+    async def _notice(self, severity: Literal["info", "warning", "error"], title: str, description: str | None) -> None:
+        if self._hooks.notice is None:
+            return
+        try:
+            await self._hooks.notice(severity, title, description)
+        except Exception:
+            log.exception("telling the user about an MCP server failed")
 
     def _log_line(self, server: str, line: str) -> None:
         stream = self._log_to or sys.stderr

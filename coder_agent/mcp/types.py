@@ -1,5 +1,6 @@
 """The MCP vocabulary the rest of the agent uses: server specs, tools, statuses, call results, prompt infos,
-`McpError`, and the model-facing qualified tool names.
+`McpError`, the model-facing qualified tool names, and what servers ask of the session (questions for the user,
+completions from the model) with the hooks that answer them.
 
 Plain dataclasses and a hash: importing this module costs nothing and never imports `mcp`.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -131,6 +133,67 @@ class McpPromptInfo:
     description: str | None
     arguments: list[McpPromptArgument]
     title: str | None = None
+
+
+@dataclass(frozen=True)
+class McpElicitation:
+    """A server's question for the user (MCP elicitation): a form, or a web page to open."""
+
+    server: str
+    mode: Literal["form", "url"]
+    message: str
+    schema: dict[str, Any] = field(default_factory=dict)
+    """Form mode: the requested schema, cut down to what ACP forms show (flat, primitive fields)."""
+    url: str | None = None
+    elicitation_id: str | None = None
+    """URL mode: the server's id for it (2025-era servers), named again when the server says it is done."""
+    caller: str | None = None
+    """The tool call running on that server when it asked, if there is exactly one."""
+
+
+@dataclass(frozen=True)
+class McpElicitationAnswer:
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+    reason: str | None = None
+    """Why it was declined without asking anyone (sent to the server in the result's `_meta`)."""
+
+
+@dataclass(frozen=True)
+class McpSampling:
+    """A server's request for a completion from the session's model (MCP sampling)."""
+
+    server: str
+    messages: list[dict[str, Any]]
+    """OpenAI-style chat messages (text and image parts), without the system prompt."""
+    system_prompt: str | None
+    max_tokens: int
+    caller: str | None = None
+
+
+@dataclass(frozen=True)
+class McpSampled:
+    text: str
+    model: str
+    stop_reason: str = "endTurn"
+
+
+class McpRefused(Exception):
+    """A server's request was refused (the user rejected it, or it cannot be served); the message says why."""
+
+
+@dataclass(frozen=True)
+class McpClientHooks:
+    """What the session does when its servers ask something of it. A missing hook: that request is not offered
+    to servers (sampling), or is answered without anyone (elicitation declined, notices dropped)."""
+
+    elicit: Callable[[McpElicitation], Awaitable[McpElicitationAnswer]] | None = None
+    elicitation_done: Callable[[str, str], Awaitable[None]] | None = None
+    """(server, the server's elicitation id): a URL elicitation the server says is finished."""
+    sample: Callable[[McpSampling], Awaitable[McpSampled]] | None = None
+    """Raises `McpRefused` to refuse."""
+    notice: Callable[[Literal["info", "warning", "error"], str, str | None], Awaitable[None]] | None = None
+    """Something the user should know now (a server that could not be restarted)."""
 
 
 @cache

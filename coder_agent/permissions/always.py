@@ -10,7 +10,8 @@ names would let this same call through next time:
   shells, interpreters, wrappers, `NAME=value` assignments, broad programs (`rm`, `curl`, …) and any
   command that writes files through redirections or flags. A line the parser cannot follow gets no "always";
 * a fetch → its host (`fetch:docs.python.org`), and no "always allow" for a local or private address;
-* an MCP tool → that tool (`other:mcp__github__create_issue`).
+* an MCP tool → that tool (`other:mcp__github__create_issue`);
+* an MCP server's sampling request → that server's requests (`other:sampling/github`).
 
 The option's label states the rule. `acp.presentation` turns `Choice`s into ACP permission options.
 """
@@ -25,6 +26,8 @@ from coder_agent.permissions.policy import Action, PermissionPolicy
 from coder_agent.permissions.programs import remembered_as_prefix
 from coder_agent.permissions.rules import PATH_KINDS, Rule, folder_rule
 
+SAMPLING_PREFIX = "sampling/"
+"""Sampling requests of MCP servers are permitted as the tool `sampling/<server>`."""
 MAX_EXACT_RULE = 300
 """Longer (or multi-line) commands are not offered an "always": the label must show the whole rule."""
 NOUNS = {"read": "reads", "edit": "edits", "search": "searches", "delete": "deletes", "move": "moves"}
@@ -119,6 +122,8 @@ def _describe(rule: Rule) -> str:
         return f"exactly `{rule.pattern[1:]}`" if rule.exact else f"`{rule.pattern} …` commands"
     if rule.kind == "fetch":
         return f"fetches from {rule.pattern}"
+    if rule.pattern.startswith(SAMPLING_PREFIX):
+        return f"completions for the MCP server `{rule.pattern.removeprefix(SAMPLING_PREFIX)}`"
     if rule.pattern.startswith("mcp__"):
         return f"`{rule.pattern}` calls"
     if rule.kind in PATH_KINDS:

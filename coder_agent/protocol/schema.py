@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from coder_agent.protocol import PROTOCOL_VERSION
 from coder_agent.protocol.base import AcpModel
@@ -31,20 +41,42 @@ class Implementation(AcpModel):
     version: str
 
 
-class FileSystemCapabilities(AcpModel):
-    read_text_file: bool = False
-    write_text_file: bool = False
+class _Lenient(AcpModel):
+    """Capabilities: a malformed field counts as not advertised, without losing the others (ACP's
+    `x-deserialize-default-on-error`); flags must be JSON booleans (`"yes"` advertises nothing)."""
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _default_on_error(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            assert info.field_name is not None
+            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
 
 
-class ClientSessionCapabilities(AcpModel):
+class FileSystemCapabilities(_Lenient):
+    read_text_file: StrictBool = False
+    write_text_file: StrictBool = False
+
+
+class ClientSessionCapabilities(_Lenient):
     compaction: dict[str, Any] | None = None
     notices: dict[str, Any] | None = None
 
 
-class ClientCapabilities(AcpModel):
+class ElicitationCapabilities(_Lenient):
+    """Each mode is advertised by an object (`{}`); absent or null means not supported."""
+
+    form: dict[str, Any] | None = None
+    url: dict[str, Any] | None = None
+
+
+class ClientCapabilities(_Lenient):
     fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
-    terminal: bool = False
+    terminal: StrictBool = False
     session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
 
 
 class PromptCapabilities(AcpModel):
@@ -344,6 +376,14 @@ class CompactionUpdate(AcpModel):
     error: str | None = None
 
 
+class CompactionSummaryChunk(AcpModel):
+    """A piece of a compaction's summary, appended in order (only for clients that advertise `session.compaction`)."""
+
+    session_update: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+    compaction_id: str
+    content: ContentBlock
+
+
 class NoticeUpdate(AcpModel):
     """A live notice for the user (never replayed); only for clients that advertise `session.notices`."""
 
@@ -369,6 +409,7 @@ SessionUpdate = (
     | SessionInfoUpdate
     | UsageUpdate
     | CompactionUpdate
+    | CompactionSummaryChunk
     | NoticeUpdate
 )
 
@@ -388,6 +429,42 @@ class PermissionOutcome(AcpModel):
 
 class RequestPermissionResponse(AcpModel):
     outcome: PermissionOutcome
+
+
+class FormElicitation(AcpModel):
+    """`elicitation/create` in form mode, scoped to a session (and a tool call); needs `elicitation.form`."""
+
+    session_id: str
+    tool_call_id: str | None = None
+    mode: Literal["form"] = "form"
+    message: str
+    requested_schema: dict[str, Any]
+
+
+class UrlElicitation(AcpModel):
+    """`elicitation/create` in URL mode: the user is sent to a web page; needs `elicitation.url`."""
+
+    session_id: str
+    tool_call_id: str | None = None
+    mode: Literal["url"] = "url"
+    message: str
+    elicitation_id: str
+    url: str
+
+
+ElicitationValue = StrictStr | StrictInt | StrictFloat | StrictBool | list[StrictStr]
+
+
+class CreateElicitationResponse(AcpModel):
+    action: str
+    """`accept`, `decline`, `cancel`, or a future action the agent must not take for a known one."""
+    content: dict[str, ElicitationValue] | None = None
+
+
+class CompleteElicitationNotification(AcpModel):
+    """`elicitation/complete`: a URL elicitation this client was shown has finished."""
+
+    elicitation_id: str
 
 
 class ReadTextFileResponse(AcpModel):

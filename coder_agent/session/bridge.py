@@ -1,10 +1,11 @@
 """`ClientBridge`: what a session may ask of its environment — show updates and notices, read and write text
-files, run a command, ask the user's permission.
+files, run a command, ask the user's permission, ask the user a question.
 
 Two implementations, chosen once when a session opens: the editor over ACP (`acp.client.AcpClientBridge`,
 which itself falls back to the local machine for what the editor does not offer) and the local machine
-(`session.local.LocalBridge`: the disk, process groups, and permission answers from a policy) for headless
-use. Nothing above this seam asks which one it has: tools never branch on client capabilities.
+(`session.local.LocalBridge`: the disk, process groups, and permission answers and questions from callables)
+for headless use. Nothing above this seam asks which one it has: tools never branch on client capabilities (a
+question no one can be asked comes back declined, saying why: `Answer.unasked`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.session.questions import Answer, Question
 
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command: nothing may wait on a pager or a password prompt."""
@@ -86,4 +88,17 @@ class ClientBridge(Protocol):
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         """Ask the user about a tool call; the chosen choice's kind, or None if the turn was cancelled."""
+        ...
+
+    async def ask(self, question: Question) -> Answer:
+        """Ask the user a question (a form, or a web page to open) and wait as long as they need.
+
+        A question that cannot be shown (the client does not offer that kind, no one to ask, or it asks for a
+        secret in a form) is not sent: the answer is `decline` with `unasked` saying why. BridgeError if the
+        client failed to answer; cancelled with the turn.
+        """
+        ...
+
+    async def url_done(self, elicitation_id: str) -> None:
+        """Tell the user a web page they were sent to (an accepted `UrlQuestion`) has done its job."""
         ...

@@ -1,11 +1,12 @@
 """`LocalBridge`: the session's environment on the local machine — the disk, process groups, and permission
-answers from whoever runs the agent without an editor.
+answers and questions for whoever runs the agent without an editor.
 
 It serves headless runs whole, and it is what the editor bridge falls back to for what an editor does not
 offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a window of lines is streamed
 (never the whole file for twenty lines of it), and writes replace the file atomically. Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
-of their environment; the group is killed on timeout or cancel.
+of their environment; the group is killed on timeout or cancel. Questions go to a callable (`ask_user`); by
+default there is no one to ask, and the answer says so.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from coder_agent.permissions import Choice
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.secrets import child_environ
+from coder_agent.session import questions
 from coder_agent.session.bridge import (
     COMMAND_ENV,
     OUTPUT_BYTE_LIMIT,
@@ -42,19 +44,27 @@ LINE_CHUNK = 65_536
 
 Sink = Callable[[SessionUpdate], Awaitable[None]]
 Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
+AskUser = Callable[[questions.Question], Awaitable[questions.Answer]]
+NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
 
 
 async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
     return "reject_once"
 
 
+async def _no_one(question: questions.Question) -> questions.Answer:
+    return questions.not_asked(NO_ONE_TO_ASK)
+
+
 class LocalBridge:
     """The local machine as a `ClientBridge`; updates go to `sink` (nowhere by default), permission questions
-    to `answer` (refused by default: with no one to ask, nothing that needs asking runs)."""
+    to `answer` (refused by default: with no one to ask, nothing that needs asking runs), questions for the
+    user to `ask_user` (by default declined, `unasked` saying there is no one to ask)."""
 
-    def __init__(self, sink: Sink | None = None, answer: Answer = _refuse) -> None:
+    def __init__(self, sink: Sink | None = None, answer: Answer = _refuse, ask_user: AskUser = _no_one) -> None:
         self.sink = sink
         self.answer = answer
+        self.ask_user = ask_user
         self.observer: Callable[[dict[str, Any]], None] | None = None
 
     @property
@@ -78,6 +88,13 @@ class LocalBridge:
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         return await self.answer(call, choices)
+
+    async def ask(self, question: questions.Question) -> questions.Answer:
+        problem = questions.refusal(question)
+        return questions.not_asked(problem) if problem else await self.ask_user(question)
+
+    async def url_done(self, elicitation_id: str) -> None:
+        return None
 
     # ---- files --------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from coder_agent.config import Config
+from coder_agent.model.base import Model
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.session import Session
@@ -30,4 +31,9 @@ class TurnRunner(Protocol):
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         """Run one turn and return its stop reason."""
+        ...
+
+    def sampling_model(self, session: Session, max_tokens: int) -> Model | None:
+        """The session's model for an MCP server's sampling request (at most `max_tokens` out); None if this runner
+        has no model (the request is refused). Raises an RpcError if the credentials are missing."""
         ...

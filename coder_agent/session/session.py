@@ -28,6 +28,7 @@ from coder_agent.permissions import PermissionPolicy, is_mode, restore_rules
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
+from coder_agent.session.replay import fail_open_compactions
 from coder_agent.session.saver import Saver
 from coder_agent.store import SessionRecord, utc_now
 
@@ -83,6 +84,8 @@ class Session:
     """What to close with the session (MCP servers)."""
     notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
+    side_requests: set[anyio.CancelScope] = field(default_factory=set)
+    """What MCP servers are asking of the user or the model right now; `cancel` cancels them with the turn."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -120,8 +123,10 @@ class Session:
             return stop_reason
 
     def cancel(self) -> None:
-        """Cancel the running turn and the prompts queued behind it."""
+        """Cancel the running turn, the prompts queued behind it, and what MCP servers are asking meanwhile."""
         self._cancels += 1
+        for scope in list(self.side_requests):
+            scope.cancel()
         if self._turn_scope is not None:
             log.info("session %s: cancelling the running turn", self.id)
             self._turn_scope.cancel()
@@ -177,6 +182,8 @@ class Session:
         self.events = list(record.events)
         if answer_pending_calls(self.conversation.messages, INTERRUPTED_RESULT) + fail_open_calls(self.events):
             log.info("session %s: repaired tool calls interrupted when it was last saved", self.id)
+        if fail_open_compactions(self.events):
+            log.info("session %s: a compaction was interrupted when it was last saved", self.id)
         updates: dict[str, Any] = {"reasoning_effort": record.reasoning_effort}
         if record.model:
             updates["model"] = record.model

@@ -32,6 +32,8 @@ class ToolResult:
 
     output: str | list[dict[str, Any]]
     failed: bool = False
+    ends_turn: bool = False
+    """The turn stops after this call: the user's next prompt answers it (a question no one could be asked)."""
 
     def text(self) -> str:
         if isinstance(self.output, str):
@@ -75,6 +77,8 @@ class Outcome:
     failed: bool = False
     replay: list[ToolCallContent] | None = None
     """What a reloaded session shows instead of `display` (a terminal's output once the terminal is gone)."""
+    ends_turn: bool = False
+    """Stop the turn after this call (see `ToolResult.ends_turn`)."""
 
 
 @dataclass

@@ -5,7 +5,8 @@ policy judged and refuses to go on if a symlink was swapped in since (`still_the
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
-process group) and show themselves in the call as soon as they start.
+process group) and show themselves in the call as soon as they start. Questions for the user go through the
+bridge too, tied to the call.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, re
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import SessionUpdate
 from coder_agent.session.bridge import BridgeError, CommandResult
+from coder_agent.session.questions import Answer, Question
 from coder_agent.session.session import Session
 from coder_agent.tools.base import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
@@ -47,8 +49,10 @@ class FileText:
 class ToolContext:
     """One tool call's view of its session."""
 
-    def __init__(self, session: Session, progress: Progress) -> None:
+    def __init__(self, session: Session, progress: Progress, call_id: str | None = None) -> None:
         self.session = session
+        self.call_id = call_id
+        """The tool call this context serves (None for calls that are not shown as one)."""
         self.cwd = session.cwd
         self.roots = session.roots
         self.policy: PermissionPolicy = session.permissions
@@ -181,3 +185,10 @@ class ToolContext:
     async def update(self, update: SessionUpdate) -> None:
         """Send a session update of the tool's own (a plan)."""
         await self._bridge.update(update)
+
+    async def ask(self, question: Question) -> Answer:
+        """Ask the user (see `ClientBridge.ask`); ToolError if the client failed to answer."""
+        try:
+            return await self._bridge.ask(question)
+        except BridgeError as exc:
+            raise ToolError(str(exc)) from None

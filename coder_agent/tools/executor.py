@@ -56,6 +56,13 @@ class ToolExecutor:
         tool = tools.get(call.name)
         if tool is not None and not tool.announced:
             return await self._run_quietly(tool, call)
+        return await self._run_shown(tools, tool, call)
+
+    async def run_tool(self, tool: Tool, call: ToolCallRequest) -> ToolResult:
+        """Run a call of a tool the model does not have (an MCP server's sampling request), the same way."""
+        return await self._run_shown({tool.name: tool}, tool, call)
+
+    async def _run_shown(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest) -> ToolResult:
         shown = _Call(self.session, call.id)
         try:
             result = await self._run(tools, tool, call, shown)
@@ -65,7 +72,7 @@ class ToolExecutor:
         except TurnCancelled:
             shown.cancelled()
             raise
-        return ToolResult(secrets.redact_data(result.output), failed=result.failed)
+        return ToolResult(secrets.redact_data(result.output), failed=result.failed, ends_turn=result.ends_turn)
 
     async def _run(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest, shown: _Call) -> ToolResult:
         raw_input = _raw_input(call.arguments)
@@ -78,7 +85,7 @@ class ToolExecutor:
         except ToolError as exc:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
-        ctx = ToolContext(self.session, lambda content: shown.update(content=content))
+        ctx = ToolContext(self.session, lambda content: shown.update(content=content), call.id)
         try:
             prepared = await tool.prepare(params, ctx)
         except ToolError as exc:
@@ -101,7 +108,7 @@ class ToolExecutor:
         await shown.update(status="failed" if outcome.failed else "completed", content=outcome.display or None)
         if outcome.replay is not None:
             replace_content(self.session.events, call.id, secrets.redact_data([c.wire() for c in outcome.replay]))
-        return ToolResult(outcome.output, failed=outcome.failed)
+        return ToolResult(outcome.output, failed=outcome.failed, ends_turn=outcome.ends_turn)
 
     async def _run_quietly(self, tool: Tool, call: ToolCallRequest) -> ToolResult:
         """A tool that shows itself its own way (the plan): no tool call on the wire, no permission asked."""

@@ -74,7 +74,7 @@ class McpToolCall:
 
         async def run() -> Outcome:
             try:
-                result = await self.hub.call(self.name, params, timeout=MCP_CALL_TIMEOUT)
+                result = await self.hub.call(self.name, params, timeout=MCP_CALL_TIMEOUT, caller=ctx.call_id)
             except McpError as exc:
                 raise ToolError(str(exc)) from None
             display: list[ToolCallContent] = [_display(block) for block in result.display]

@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from coder_agent.session.session import Session
+from coder_agent.tools.ask_user import AskUser
 from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
 from coder_agent.tools.glob import Glob
@@ -31,6 +32,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     RunCommand(),
     Fetch(),
     UpdatePlan(),
+    AskUser(),
 )
 BUILTIN_NAMES = frozenset(tool.name for tool in BUILTIN)
 

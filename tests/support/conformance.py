@@ -12,6 +12,14 @@ for ``$/cancel_request``). From those we build a ``(side, kind, method) -> def``
 * :class:`Conformance` - a stateful checker for one connection: JSON-RPC envelope, per-method params, and responses
   matched to their request by id (per direction) so ``result`` is checked against the right ``...Response`` def.
 
+Capabilities: once the client's ``initialize`` has been seen, every agent→client call is also checked against what
+that client advertised (ACP: an agent MUST NOT call what the client did not offer): ``fs/*`` against ``fs``,
+``terminal/*`` against ``terminal``, ``elicitation/create`` against the mode in ``elicitation``,
+``elicitation/complete`` against ``elicitation.url`` and the URL elicitations actually sent, the ``notice``,
+``compaction_update`` and ``compaction_summary_chunk`` updates against ``session.notices`` and ``session.compaction``.
+A capability counts only when it has the schema's shape (``true`` for flags, an object for the others), as the
+schema's default-on-error says.
+
 Strictness: agent→client traffic is always strict (it is what the agent under test produced), including rejecting
 non-extension methods the client could not know. Client→agent traffic is strict by default, tolerates unknown
 methods (the agent must answer those with -32601), and can be made lenient with ``strict=False`` for fuzz tests that
@@ -156,6 +164,8 @@ class Conformance:
         # the method is None when it is unknown to the schema (extension or garbage): answers get envelope checks only.
         self._to_agent: dict[RequestId, list[str | None]] = {}  # sent by the client, the agent must answer
         self._to_client: dict[RequestId, list[str | None]] = {}  # sent by the agent, the client must answer
+        self.capabilities: dict[str, Any] | None = None  # the client's, from its initialize (None: not seen yet)
+        self._url_elicitations: set[str] = set()  # elicitationIds of URL elicitations the agent sent
 
     @property
     def pending_agent_answers(self) -> dict[RequestId, str | None]:
@@ -189,6 +199,7 @@ class Conformance:
         rid = msg.get("id")
         if "method" in msg:
             method = msg["method"]
+            self._note_initialize(msg)
             known = isinstance(method, str) and def_for(method, "agent", "Request") is not None
             if _is_request_id(rid):
                 self._to_agent.setdefault(rid, []).append(method if known else None)
@@ -254,6 +265,11 @@ class Conformance:
                 problem = f"{method!r} is neither an ACP {kind.lower()} the client handles nor a _extension method"
                 raise _violation(where, problem, msg)
 
+        if sender == "client":
+            self._note_initialize(msg)
+        else:
+            self._check_advertised(method, params, msg)
+
         if is_request:
             pending = self._to_agent if sender == "client" else self._to_client
             rid = msg["id"]
@@ -289,6 +305,53 @@ class Conformance:
             _check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
         elif method is not None and (def_name := def_for(method, sender, "Response")) is not None:
             _check_def(def_name, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
+
+    def _note_initialize(self, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        if msg.get("method") == "initialize" and isinstance(params, dict):
+            capabilities = params.get("clientCapabilities")
+            self.capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+    def _check_advertised(self, method: str, params: Any, msg: dict[str, Any]) -> None:
+        """Fail if the agent calls or sends what the client did not advertise in ``initialize``."""
+        caps = self.capabilities
+        if caps is None or not isinstance(params, dict):
+            return
+        fs = _object(caps.get("fs"))
+        elicitation = _object(caps.get("elicitation"))
+        session = _object(caps.get("session"))
+        needs: str | None = None
+        if method == "fs/read_text_file" and fs.get("readTextFile") is not True:
+            needs = "fs.readTextFile"
+        elif method == "fs/write_text_file" and fs.get("writeTextFile") is not True:
+            needs = "fs.writeTextFile"
+        elif method.startswith("terminal/") and caps.get("terminal") is not True:
+            needs = "terminal"
+        elif method == "elicitation/create":
+            mode = params.get("mode")
+            if not isinstance(elicitation.get(mode), dict):
+                needs = f"elicitation.{mode}"
+            elif mode == "url":
+                self._url_elicitations.add(str(params.get("elicitationId")))
+        elif method == "elicitation/complete":
+            if not isinstance(elicitation.get("url"), dict):
+                needs = "elicitation.url"
+            elif params.get("elicitationId") not in self._url_elicitations:
+                raise _violation("agent→client", "elicitation/complete for a URL elicitation it never sent", msg)
+        elif method == "session/update":
+            kind = _object(params.get("update")).get("sessionUpdate")
+            if kind == "notice" and not isinstance(session.get("notices"), dict):
+                needs = "session.notices"
+            elif kind in ("compaction_update", "compaction_summary_chunk") and not isinstance(
+                session.get("compaction"), dict
+            ):
+                needs = "session.compaction"
+        if needs is not None:
+            raise _violation("agent→client", f"{method} sent, but the client did not advertise {needs}", msg)
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _violation(where: str, problem: str, msg: object) -> AssertionError:

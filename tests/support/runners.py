@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coder_agent.config import Config
+from coder_agent.model.base import Model
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AgentMessageChunk, StopReason
 from coder_agent.session.session import Session
@@ -17,6 +18,9 @@ class EchoTurnRunner:
         return None
 
     def warm(self) -> None:
+        return None
+
+    def sampling_model(self, session: Session, max_tokens: int) -> Model | None:
         return None
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:

@@ -1,4 +1,5 @@
-"""An MCP server that dies on request (`die`), or at start (`CRASHY_AT_START=<exit code>`).
+"""An MCP server that dies on request (`die`), or at start (`CRASHY_AT_START=<exit code>`), or at every start but the
+first (`CRASHY_ONCE=<a file it creates>`: a restart fails).
 
 `CRASHY_STUBBORN=1` makes it ignore the close of its stdin, broken pipes and SIGTERM, and start a grandchild
 (`sleep`) in its process group, whose pid the tool `grandchild_pid` returns: only a kill of the whole
@@ -13,6 +14,13 @@ import signal
 import subprocess
 import sys
 import time
+
+if os.environ.get("CRASHY_ONCE"):
+    marker = os.environ["CRASHY_ONCE"]
+    if os.path.exists(marker):
+        print("crashy: refusing to start a second time", file=sys.stderr, flush=True)
+        sys.exit(4)
+    open(marker, "w").close()
 
 if os.environ.get("CRASHY_AT_START"):
     print("crashy: refusing to start: CRASHY_AT_START is set", file=sys.stderr, flush=True)

@@ -257,3 +257,66 @@ def test_agent_output_stays_strict_after_lenient_input() -> None:
     conf.check_client_to_agent({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {}}, strict=False)
     with pytest.raises(AssertionError, match="PromptResponse"):
         conf.check_agent_to_client(_result(5, {"stopReason": "done"}))
+
+
+# -- capabilities: nothing the client did not advertise ------------------------------------------------------------
+
+
+def _initialized(capabilities: dict[str, Any]) -> Conformance:
+    conf = Conformance()
+    params = {"protocolVersion": 1, "clientCapabilities": capabilities}
+    conf.check_client_to_agent(_request(0, "initialize", params), strict=False)  # malformed ones on purpose
+    return conf
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "message", "needs"),
+    [
+        ({"fs": {"readTextFile": False}}, _request(1, "fs/read_text_file", {"sessionId": SESSION, "path": "/a"}), "fs"),
+        ({"terminal": "yes"}, _request(1, "terminal/output", {"sessionId": SESSION, "terminalId": "t"}), "terminal"),
+        (
+            {"elicitation": {"url": {}}},
+            _request(
+                1,
+                "elicitation/create",
+                {"sessionId": SESSION, "mode": "form", "message": "?", "requestedSchema": {"type": "object"}},
+            ),
+            "elicitation.form",
+        ),
+        (
+            {"elicitation": {"form": {}, "url": None}},
+            _request(
+                1,
+                "elicitation/create",
+                {"sessionId": SESSION, "mode": "url", "message": "?", "elicitationId": "e", "url": "https://x.org"},
+            ),
+            "elicitation.url",
+        ),
+        ({}, _update({"sessionUpdate": "notice", "severity": "info", "title": "t"}), "session.notices"),
+        (
+            {"session": {"notices": {}}},
+            _update({"sessionUpdate": "compaction_update", "compactionId": "c", "status": "in_progress"}),
+            "session.compaction",
+        ),
+    ],
+)
+def test_what_the_client_did_not_advertise_is_a_violation(
+    capabilities: dict[str, Any], message: dict[str, Any], needs: str
+) -> None:
+    with pytest.raises(AssertionError, match=f"did not advertise {needs}"):
+        _initialized(capabilities).check_agent_to_client(message)
+
+
+def test_what_the_client_advertised_passes_and_complete_needs_a_url_elicitation_sent() -> None:
+    conf = _initialized({"elicitation": {"form": {}, "url": {}}, "session": {"notices": {}, "compaction": {}}})
+    conf.check_agent_to_client(_update({"sessionUpdate": "notice", "severity": "info", "title": "t"}))
+    conf.check_agent_to_client(
+        _update(
+            {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": {"type": "text", "text": "s"}}
+        )
+    )
+    with pytest.raises(AssertionError, match="never sent"):
+        conf.check_agent_to_client(_notification("elicitation/complete", {"elicitationId": "e1"}))
+    url = {"sessionId": SESSION, "mode": "url", "message": "Sign in", "elicitationId": "e1", "url": "https://x.org/a"}
+    conf.check_agent_to_client(_request(1, "elicitation/create", url))
+    conf.check_agent_to_client(_notification("elicitation/complete", {"elicitationId": "e1"}))

@@ -400,3 +400,40 @@ async def test_http_server_that_is_not_there_fails_clearly() -> None:
         [status] = await hub.connect([McpServerSpec(name="gone", transport="http", url=url)], timeout=10)
     assert status.state == "failed" and status.error is not None
     assert "'gone'" in status.error and url in status.error
+
+
+@pytest.mark.anyio
+async def test_a_server_that_cannot_be_restarted_or_keeps_crashing_is_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coder_agent.mcp import hub as hub_module
+    from coder_agent.mcp.types import McpClientHooks
+
+    told: list[tuple[str, str, str | None]] = []
+
+    async def notice(severity: Any, title: str, description: str | None) -> None:
+        told.append((severity, title, description))
+
+    hooks = McpClientHooks(notice=notice)
+    async with McpHub(log_to=io.StringIO(), hooks=hooks) as hub:
+        await hub.connect([server("once", "crashy", CRASHY_ONCE=str(tmp_path / "started"))])
+        with pytest.raises(McpError):
+            await hub.call("mcp__once__die", {"code": 3})
+        with pytest.raises(McpError, match="restarting it failed"):
+            await hub.call("mcp__once__ok", {})
+    [(severity, title, description)] = told
+    assert severity == "warning" and title == "The MCP server once stopped and could not be restarted"
+    assert description is not None and "exited with code 4" in description
+
+    told.clear()
+    monkeypatch.setattr(hub_module, "MAX_RESTARTS", 0)
+    async with McpHub(log_to=io.StringIO(), hooks=hooks) as hub:
+        await hub.connect([server("crashy", "crashy")])
+        with pytest.raises(McpError):
+            await hub.call("mcp__crashy__die", {"code": 3})
+        for _ in range(2):
+            with pytest.raises(McpError, match="not restarting it again"):
+                await hub.call("mcp__crashy__ok", {})
+    assert [(s, t) for s, t, _ in told] == [
+        ("error", "The MCP server crashy keeps crashing; it is not restarted again")
+    ]

@@ -1,0 +1,84 @@
+"""The replay log: compactions folded into one entry, interrupted ones failed, notices never kept, and what a
+client that does not show compactions is replayed instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coder_agent.session.replay import fail_open_compactions, record_update, replayed
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def test_a_compaction_is_one_entry_with_its_last_status_and_whole_summary() -> None:
+    events: list[dict[str, Any]] = []
+    record_update(events, {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"})
+    for piece in ("The user ", "wants ", "tests."):
+        record_update(
+            events, {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1", "content": text(piece)}
+        )
+    assert events == [
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "c1",
+            "status": "in_progress",
+            "summary": [text("The user wants tests.")],
+        }
+    ]
+    record_update(
+        events,
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "c1",
+            "status": "completed",
+            "summary": [text("Final.")],
+        },
+    )
+    assert events[0]["status"] == "completed" and events[0]["summary"] == [text("Final.")]
+    record_update(events, {"sessionUpdate": "compaction_update", "compactionId": "c2", "status": "in_progress"})
+    record_update(events, {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c2", "content": text("part")})
+    record_update(
+        events,
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "c2",
+            "status": "failed",
+            "summary": [],
+            "error": "down",
+        },
+    )
+    assert events[1] == {
+        "sessionUpdate": "compaction_update",
+        "compactionId": "c2",
+        "status": "failed",
+        "error": "down",
+    }
+
+
+def test_notices_never_enter_the_log() -> None:
+    events: list[dict[str, Any]] = []
+    record_update(events, {"sessionUpdate": "notice", "severity": "warning", "title": "Retrying"})
+    assert events == []
+
+
+def test_an_interrupted_compaction_is_replayed_as_failed() -> None:
+    events = [
+        {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress", "summary": [text("half")]}
+    ]
+    assert fail_open_compactions(events) == 1
+    assert events[0]["status"] == "failed" and "summary" not in events[0] and "Interrupted" in events[0]["error"]
+
+
+def test_clients_without_compaction_get_a_message_in_its_place() -> None:
+    events = [
+        {"sessionUpdate": "user_message_chunk", "content": text("hi")},
+        {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed", "summary": [text("s")]},
+        {"sessionUpdate": "compaction_update", "compactionId": "c2", "status": "failed", "error": "down"},
+        {"sessionUpdate": "compaction_update", "compactionId": "c3", "status": "cancelled"},
+    ]
+    assert list(replayed(events, compaction=True)) == events
+    plain = list(replayed(events, compaction=False))
+    assert [e["sessionUpdate"] for e in plain] == ["user_message_chunk", "agent_message_chunk", "agent_message_chunk"]
+    assert "Context compacted" in plain[1]["content"]["text"] and "down" in plain[2]["content"]["text"]
