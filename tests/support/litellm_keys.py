@@ -20,6 +20,10 @@ CREDENTIAL = re.compile(
     r"(API_?KEY|APIKEY|_KEY|_KEY_ID|TOKEN|SECRET|SECRET_ID|PASSWORD|PASSPHRASE|CREDENTIALS?|ZENAPIKEY)$"
 )
 NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
+LITERAL = re.compile(
+    r"[\"'][A-Z][A-Z0-9_]*(?:API_?KEY|APIKEY|_KEY|_KEY_ID|TOKEN|SECRET|SECRET_ID|PASSWORD|PASSPHRASE|CREDENTIALS?)[\"']"
+)
+"""A quoted credential-like name: only files with one are parsed (parsing all of litellm takes seconds)."""
 LOOKUPS = frozenset({"get_secret", "get_secret_str", "get_secret_bool", "getenv"})
 TARGET = Path(__file__).resolve().parents[2] / "coder_agent" / "key_variables.py"
 
@@ -63,7 +67,8 @@ def derive() -> set[str]:
             continue
         try:
             text = path.read_text(encoding="utf-8")
-            if "get_secret" in text or "environ" in text or "getenv" in text:
+            lookups = "get_secret" in text or "environ" in text or "getenv" in text
+            if lookups and LITERAL.search(text):
                 names |= _names_in(ast.parse(text))
         except (SyntaxError, UnicodeDecodeError):
             continue
