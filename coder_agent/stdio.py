@@ -31,16 +31,23 @@ class ProtocolFds:
     write_fd: int
 
 
+def reserve_stdout() -> int:
+    """Keep the real stdout for one writer: return a private descriptor for it, and send fd 1 to stderr."""
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.set_inheritable(private, False)
+    return private
+
+
 def claim_stdio() -> ProtocolFds:
     """Take stdin/stdout for the protocol and send everything else that writes to fd 1 to stderr."""
-    sys.stdout.flush()
-    write_fd = os.dup(1)
+    write_fd = reserve_stdout()
     read_fd = os.dup(0)
-    os.dup2(2, 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.stdout = sys.stderr
     for fd in (read_fd, write_fd):
         os.set_inheritable(fd, False)
         os.set_blocking(fd, False)
