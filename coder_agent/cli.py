@@ -86,26 +86,31 @@ def build_parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="coder-agent",
-        description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP). Without a "
-        "subcommand it serves ACP on stdin/stdout, as an editor starts it.",
+        usage="coder-agent [options]                  serve ACP on stdin/stdout (an editor starts it)\n"
+        "       coder-agent run [options] [PROMPT]     one request without an editor\n"
+        "       coder-agent doctor [--offline]         check the setup; print the editor settings",
+        description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
+        "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
         formatter_class=formatter,
         epilog_factory=_main_epilog,
     )
     parser.add_argument("--version", action="version", version=f"coder-agent {__version__}")
     _add_common(parser, top=True)
-    commands = parser.add_subparsers(dest="command", title="subcommands", metavar="{run,doctor}")
+    commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS)
 
     run = commands.add_parser(
         "run",
         help="one request without an editor (a terminal, a script, a git hook, CI)",
-        description="Give the agent one request without an editor: the same tools and sessions (an editor lists "
+        description="Give the agent one request without an editor: the same tools and sessions (an editor lists\n"
         "them too). The answer goes to stdout; tool calls, diffs and the plan to stderr.",
         formatter_class=formatter,
         epilog_factory=_run_epilog,
     )
     run.add_argument("prompt", nargs="?", metavar="PROMPT", help="the request; `-` or absent: read it from stdin")
     run.add_argument(
-        "--mode", choices=MODES, help="what may run without asking (default: read-only unless a terminal can ask)"
+        "--mode",
+        choices=MODES,
+        help="what may run without asking (default: read-only; on a terminal, the config's default_mode, which asks)",
     )
     run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
     run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")
@@ -124,9 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser(
         "doctor",
+        formatter_class=formatter,
         help="check the setup and print the editor settings for this install",
-        description="Check the config files, the model and its key, the endpoint (one tiny request), ripgrep and the "
-        "data folder, and print the settings for Zed and JetBrains. Exit status 0 only when every check passes.",
+        description="Check the config files, the model and its key, the endpoint (one tiny request), ripgrep\n"
+        "and the data folder, and print the settings for Zed and JetBrains. Exit status 0 only when\n"
+        "every check passes.",
     )
     doctor.add_argument("--offline", action="store_true", help="skip the request to the model's endpoint")
     _add_common(doctor, top=False)
@@ -188,9 +195,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `coder-agent` and `python -m coder_agent`."""
     args = parse_args(argv)
     if args.command is None and sys.stdin.isatty():
+        import shutil
+        import textwrap
+
         from coder_agent.headless.help import TERMINAL_NOTICE
 
-        print(TERMINAL_NOTICE, file=sys.stderr)
+        width = min(100, shutil.get_terminal_size().columns)
+        print(textwrap.fill(TERMINAL_NOTICE, width=width), file=sys.stderr)
         _exit(0)
     setup_logging(args.log_file, args.log_level)
     if args.command == "run":

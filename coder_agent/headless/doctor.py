@@ -165,7 +165,8 @@ async def _endpoint(source: ConfigSource, settings: ModelSettings) -> Check:
         with anyio.fail_after(ENDPOINT_TIMEOUT + 5):
             await model.complete(PROBE)
     except ModelError as exc:
-        return Check("endpoint", False, f"{where}: {exc}")
+        message = str(exc)
+        return Check("endpoint", False, message if where in message else f"{where}: {message}")
     except TimeoutError:
         return Check("endpoint", False, f"{where} did not answer within {ENDPOINT_TIMEOUT:g} s")
     return Check("endpoint", True, f"{where} answered a one-word request in {time.monotonic() - started:.1f} s")

@@ -72,8 +72,9 @@ A self-hosted server (vLLM, Ollama, llama.cpp; no key needed): the same entry wi
 
 RUN_EPILOG = """\
 modes (--mode):
-  read-only     reads and searches; edits and commands are refused (the default when no terminal can ask)
-  default       asks on the terminal before every edit, command and fetch
+  read-only     reads and searches; edits and commands are refused (the default without a terminal)
+  default       asks on the terminal before every edit, command and fetch (the default on a terminal,
+                unless the config's default_mode says otherwise)
   accept-edits  edits without asking; asks before commands and fetches
   full-auto     edits, commands and fetches without asking (commands run with your rights)
   A question that cannot be asked (no terminal) stops the run with status 3; --allow lets such calls

@@ -84,7 +84,8 @@ class TextOutput:
             self._line(Text(" · ".join(parts), style="dim"))
 
     def permission(self, event: Permission) -> None:
-        pass  # the question and its answer were on the terminal; a refusal is said when the run ends
+        if event.answered_by == "terminal":  # the question showed its diff already
+            self.content.pop(event.tool_call_id, None)
 
     def pause(self) -> None:
         self._stop()
@@ -195,7 +196,7 @@ def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:
     """A compact unified diff of one file: hunks with one line of context, at most `limit` lines."""
     if item.old_text is None:
         new = item.new_text.splitlines()
-        lines = [Text(f"    new file, {len(new)} lines", style="dim")]
+        lines = [Text(f"    new file, {len(new)} line{'' if len(new) == 1 else 's'}", style="dim")]
         lines += [Text(f"    + {line}", style="green") for line in new[: limit // 4]]
         if len(new) > limit // 4:
             lines.append(Text(f"    … {len(new) - limit // 4} more lines", style="dim"))

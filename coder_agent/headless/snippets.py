@@ -46,14 +46,21 @@ def this_install(package_dir: Path | None = None, prefix: Path | None = None) ->
 
 def zed(launch: Launch, env: Mapping[str, str]) -> str:
     """The `agent_servers` entry for Zed's settings.json."""
-    entry = {"type": "custom", "command": launch.command, "args": list(launch.args), "env": dict(env)}
-    return json.dumps({"agent_servers": {SERVER_NAME: entry}}, indent=2)
+    return _settings({"type": "custom"}, launch, env)
 
 
 def jetbrains(launch: Launch, env: Mapping[str, str]) -> str:
     """The `agent_servers` entry for a JetBrains IDE's ~/.jetbrains/acp.json."""
-    entry = {"command": launch.command, "args": list(launch.args), "env": dict(env)}
-    return json.dumps({"agent_servers": {SERVER_NAME: entry}}, indent=2)
+    return _settings({}, launch, env)
+
+
+def _settings(first: dict[str, str], launch: Launch, env: Mapping[str, str]) -> str:
+    entry = {**first, "command": launch.command, "args": _ARGS, "env": dict(env)}
+    text = json.dumps({"agent_servers": {SERVER_NAME: entry}}, indent=2)
+    return text.replace(json.dumps(_ARGS), json.dumps(list(launch.args)))  # the arguments on one line
+
+
+_ARGS = "<args>"
 
 
 def indented(text: str, prefix: str = "  ") -> str:
