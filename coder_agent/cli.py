@@ -82,7 +82,8 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
+    """The parser; `with_commands=False` leaves the subcommands out (the ACP agent's start does not pay for them)."""
     formatter = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="coder-agent",
@@ -96,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"coder-agent {__version__}")
     _add_common(parser, top=True)
+    if not with_commands:
+        parser.set_defaults(command=None)
+        return parser
     commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS)
 
     run = commands.add_parser(
@@ -142,8 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(with_commands=any(not word.startswith("-") for word in words))
+    args = parser.parse_args(words)
     if args.log_level is None:
         level = (os.environ.get("CODER_AGENT_LOG_LEVEL") or "").lower()
         if level and level not in LOG_LEVELS:

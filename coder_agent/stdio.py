@@ -1,6 +1,7 @@
 """The process's real stdin/stdout as anyio byte streams, with stdout reserved for protocol frames.
 
-`claim_stdio()` runs once at startup, before anything else can print:
+`claim_stdio()` runs once at startup, before anything else can print (`reserve_stdout()` is its first half,
+which `coder-agent run` uses alone to keep stdout for its output format):
 - the real stdout pipe is moved to a private file descriptor that only the protocol writer uses;
 - file descriptor 1 and `sys.stdout` are pointed at stderr, so a stray `print()`, a library banner or a
   child process that inherits fd 1 writes to stderr and can never corrupt the JSON-RPC stream;

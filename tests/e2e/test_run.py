@@ -23,8 +23,11 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 RUN_WAIT = 120.0
 ESCAPE = "\x1b["
 WRITE = Reply.tool("write_file", {"path": "notes.txt", "content": "remember\n"})
+PLAN = {
+    "entries": [{"content": "Read main.py", "status": "completed"}, {"content": "Say bye", "status": "in_progress"}]
+}
 EDIT_SCRIPT = [
-    Reply("Let me look.", tool_calls=[ToolCall("read_file", {"path": "main.py"})]),
+    Reply("Let me look.", tool_calls=[ToolCall("update_plan", PLAN), ToolCall("read_file", {"path": "main.py"})]),
     Reply(tool_calls=[ToolCall("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
     Reply("Changed the greeting."),
 ]
@@ -77,6 +80,7 @@ async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
     ran = await run(tmp_path, "--cwd", str(work), "--mode", "accept-edits", "Say bye", llm=fake_llm)
     assert ran.code == 0, ran.stderr
     assert ran.stdout == "Let me look.\n\nChanged the greeting.\n"
+    assert "Plan\n  ✓ Read main.py\n  ▸ Say bye\n" in ran.stderr
     assert "• Read main.py" in ran.stderr
     assert "• Edit main.py" in ran.stderr
     assert "    -print('hello')\n    +print('bye')" in ran.stderr
