@@ -100,7 +100,7 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     if not with_commands:
         parser.set_defaults(command=None)
         return parser
-    commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS, prog="coder-agent")
 
     run = commands.add_parser(
         "run",

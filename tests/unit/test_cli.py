@@ -94,6 +94,7 @@ def test_help_lists_the_subcommands_variables_config_files_and_editor_examples()
 def test_run_help_says_the_modes_formats_and_exit_codes() -> None:
     parser = build_parser()
     args = parser.parse_args(["run", "x"])
+    assert args.command_parser.prog == "coder-agent run"
     text = args.command_parser.format_help()
     for words in ("read-only", "full-auto", "stream-json", "3 a refused permission", "130 Ctrl-C", "--continue"):
         assert words in text
