@@ -1,7 +1,10 @@
-"""The `coder-agent` command: parse flags, claim stdio for the protocol, set up logging, serve.
+"""The `coder-agent` command: its flags and subcommands, logging, and what each subcommand starts.
 
-Exit status is 0 after a clean shutdown: stdin EOF, SIGTERM or SIGINT all cancel every turn, close every
-session and end child processes first.
+With no subcommand it is the ACP agent an editor starts: stdio is claimed for the protocol and it serves until
+stdin closes (exit status 0 after a clean shutdown: EOF, SIGTERM or SIGINT cancel every turn, close every
+session and end child processes first). Started by a person, with a terminal on stdin, it says what it is and
+exits instead of waiting for JSON. `run` is one prompt without an editor (`headless.run`); `doctor` checks the
+setup (`headless.doctor`). Nothing heavy is imported here: an editor's `initialize` waits on this module.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
 
@@ -22,31 +26,134 @@ from coder_agent.secrets import RedactingFilter
 log = logging.getLogger("coder_agent")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+MODES = ("read-only", "default", "accept-edits", "full-auto")
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="coder-agent",
-        description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP) on stdio.",
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose epilog is written only when help is shown (it looks at the install)."""
+
+    def __init__(self, *args: object, epilog_factory: Callable[[], str] | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.epilog_factory = epilog_factory
+
+    def format_help(self) -> str:
+        if self.epilog_factory is not None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
+
+
+def _main_epilog() -> str:
+    from coder_agent.headless.help import main_epilog
+
+    return main_epilog()
+
+
+def _run_epilog() -> str:
+    from coder_agent.headless.help import RUN_EPILOG
+
+    return RUN_EPILOG
+
+
+def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The flags every form takes; after a subcommand they leave alone what was given before it."""
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", default=default(None), help="a config file, over every other source"
     )
-    parser.add_argument("--version", action="version", version=f"coder-agent {__version__}")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="a config file, over every other source")
-    parser.add_argument("--model", help="the litellm model string, e.g. anthropic/claude-sonnet-4-5")
+    parser.add_argument(
+        "--model", default=default(None), help="the litellm model string, e.g. anthropic/claude-sonnet-4-5"
+    )
     parser.add_argument(
         "--log-file",
         type=Path,
-        default=os.environ.get("CODER_AGENT_LOG_FILE") or None,
+        metavar="FILE",
+        default=default(os.environ.get("CODER_AGENT_LOG_FILE") or None),
         help="append logs to FILE instead of stderr (env CODER_AGENT_LOG_FILE)",
     )
     parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
-        default=(os.environ.get("CODER_AGENT_LOG_LEVEL") or "info").lower(),
-        help="debug logs every protocol frame (env CODER_AGENT_LOG_LEVEL; default info)",
+        default=default(None),
+        help="debug logs every protocol frame (env CODER_AGENT_LOG_LEVEL; default info, warning for run and doctor)",
     )
-    args = parser.parse_args(argv)
-    if args.log_level not in LOG_LEVELS:
-        parser.error(f"CODER_AGENT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}")
+
+
+def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
+    """The parser; `with_commands=False` leaves the subcommands out (the ACP agent's start does not pay for them)."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="coder-agent",
+        usage="coder-agent [options]                  serve ACP on stdin/stdout (an editor starts it)\n"
+        "       coder-agent run [options] [PROMPT]     one request without an editor\n"
+        "       coder-agent doctor [--offline]         check the setup; print the editor settings",
+        description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
+        "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
+        formatter_class=formatter,
+        epilog_factory=_main_epilog,
+    )
+    parser.add_argument("--version", action="version", version=f"coder-agent {__version__}")
+    _add_common(parser, top=True)
+    if not with_commands:
+        parser.set_defaults(command=None)
+        return parser
+    commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS, prog="coder-agent")
+
+    run = commands.add_parser(
+        "run",
+        help="one request without an editor (a terminal, a script, a git hook, CI)",
+        description="Give the agent one request without an editor: the same tools and sessions (an editor lists\n"
+        "them too). The answer goes to stdout; tool calls, diffs and the plan to stderr.",
+        formatter_class=formatter,
+        epilog_factory=_run_epilog,
+    )
+    run.add_argument("prompt", nargs="?", metavar="PROMPT", help="the request; `-` or absent: read it from stdin")
+    run.add_argument(
+        "--mode",
+        choices=MODES,
+        help="what may run without asking (default: read-only; on a terminal, the config's default_mode, which asks)",
+    )
+    run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
+    run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")
+    run.add_argument("--cwd", metavar="DIR", help="the folder to work in (default: the current one)")
+    run.add_argument("--max-turns", type=int, metavar="N", help="the most model requests for this prompt")
+    resume = run.add_mutually_exclusive_group()
+    resume.add_argument(
+        "--continue", dest="continue_latest", action="store_true", help="continue the latest session of this folder"
+    )
+    resume.add_argument("--resume", metavar="ID", help="continue the session with this id")
+    run.add_argument(
+        "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
+    )
+    _add_common(run, top=False)
+    run.set_defaults(command_parser=run)
+
+    doctor = commands.add_parser(
+        "doctor",
+        formatter_class=formatter,
+        help="check the setup and print the editor settings for this install",
+        description="Check the config files, the model and its key, the endpoint (one tiny request), ripgrep\n"
+        "and the data folder, and print the settings for Zed and JetBrains. Exit status 0 only when\n"
+        "every check passes.",
+    )
+    doctor.add_argument("--offline", action="store_true", help="skip the request to the model's endpoint")
+    _add_common(doctor, top=False)
+    doctor.set_defaults(command_parser=doctor)
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(with_commands=any(not word.startswith("-") for word in words))
+    args = parser.parse_args(words)
+    if args.log_level is None:
+        level = (os.environ.get("CODER_AGENT_LOG_LEVEL") or "").lower()
+        if level and level not in LOG_LEVELS:
+            parser.error(f"CODER_AGENT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}")
+        args.log_level = level or ("info" if args.command is None else "warning")
     for label, value in (("--config", args.config), ("CODER_AGENT_CONFIG", os.environ.get("CODER_AGENT_CONFIG"))):
         if value and not Path(value).expanduser().is_file():
             parser.error(f"{label} {value}: no such file")
@@ -92,7 +199,22 @@ async def run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `coder-agent` and `python -m coder_agent`."""
     args = parse_args(argv)
+    if args.command is None and sys.stdin.isatty():
+        import shutil
+        import textwrap
+
+        from coder_agent.headless.help import TERMINAL_NOTICE
+
+        width = min(100, shutil.get_terminal_size().columns)
+        print(textwrap.fill(TERMINAL_NOTICE, width=width), file=sys.stderr)
+        _exit(0)
     setup_logging(args.log_file, args.log_level)
+    if args.command == "run":
+        _exit(_run_command(args))
+    if args.command == "doctor":
+        from coder_agent.headless.doctor import main as doctor
+
+        _exit(doctor(args.config, args.model, offline=args.offline))
     log.info("coder-agent %s starting (pid %d)", __version__, os.getpid())
     try:
         anyio.run(run, args, backend="asyncio")
@@ -103,7 +225,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     _exit(0)
 
 
-def _exit(status: int) -> None:
+def _run_command(args: argparse.Namespace) -> int:
+    from coder_agent.headless import run as headless
+    from coder_agent.headless.options import UsageError, run_options
+    from coder_agent.server import cli_source, session_manager
+
+    try:
+        options = run_options(args, sys.stdin.buffer, stdin_tty=sys.stdin.isatty(), stderr_tty=sys.stderr.isatty())
+    except UsageError as exc:
+        args.command_parser.error(str(exc))
+    source = cli_source(args.config, args.model)
+    return headless.main(options, lambda tasks: session_manager(source(), tasks))
+
+
+def _exit(status: int) -> NoReturn:
     """Exit now: background threads (a model library still importing) must not hold the process."""
     logging.shutdown()
     sys.stderr.flush()

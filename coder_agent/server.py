@@ -1,8 +1,10 @@
-"""Run the agent on a pair of byte streams: the composition root, the connection, and an orderly shutdown.
+"""The composition root, and the agent run on a pair of byte streams: the connection and an orderly shutdown.
 
-`agent_builder` composes the agent (the ACP method table over a `SessionManager` with an `AgentRunner`
-and the session store); it imports pydantic, the models and the config (a few hundred ms), so the front
-calls it off the event loop while `initialize` is being answered.
+`session_manager` composes what every client of the agent gets: a `SessionManager` over an `AgentRunner` and
+the session store (so sessions made by `coder-agent run` and by editors are the same sessions).
+`agent_builder` puts the ACP method table over it; it imports pydantic, the models and the config (a few
+hundred ms), so the front calls it off the event loop while `initialize` is being answered. `cli_source`
+is the config the command line gives.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from coder_agent.rpc.framing import ByteSink, ByteSource
 if TYPE_CHECKING:
     from coder_agent.acp.client import Peer
     from coder_agent.acp.server import AcpServer
+    from coder_agent.agent.manager import SessionManager
     from coder_agent.agent.settings import ConfigSource
     from coder_agent.session.runner import TurnRunner
     from coder_agent.store import SessionStore
@@ -43,20 +46,31 @@ def agent_builder(
 
     def build(peer: Peer, tasks: TaskGroup) -> AcpServer:
         from coder_agent.acp.server import AcpServer
-        from coder_agent.agent.manager import SessionManager
-        from coder_agent.agent.runner import AgentRunner
-        from coder_agent.store import SessionStore
 
-        config = source()
-        turns = runner(config) if runner is not None else AgentRunner(config)
-        sessions = store() if store is not None else SessionStore()
-        return AcpServer(SessionManager(turns, config, sessions, tasks), peer)
+        return AcpServer(session_manager(source(), tasks, runner=runner, store=store), peer)
 
     return build
 
 
-def cli_agent(config_file: Path | None = None, model: str | None = None) -> AgentBuilder:
-    """The agent as the command line starts it: `--config` and `--model` over the usual config sources."""
+def session_manager(
+    config: ConfigSource,
+    tasks: TaskGroup,
+    *,
+    runner: Callable[[ConfigSource], TurnRunner] | None = None,
+    store: Callable[[], SessionStore | None] | None = None,
+) -> SessionManager:
+    """The sessions of one client (an editor's connection, or one `coder-agent run`): the same runner and store."""
+    from coder_agent.agent.manager import SessionManager
+    from coder_agent.agent.runner import AgentRunner
+    from coder_agent.store import SessionStore
+
+    turns = runner(config) if runner is not None else AgentRunner(config)
+    sessions = store() if store is not None else SessionStore()
+    return SessionManager(turns, config, sessions, tasks)
+
+
+def cli_source(config_file: Path | None = None, model: str | None = None) -> Callable[[], ConfigSource]:
+    """The config as the command line gives it: `--config` and `--model` over the usual config sources."""
 
     def source() -> ConfigSource:
         from coder_agent.agent.settings import ConfigSource
@@ -64,7 +78,12 @@ def cli_agent(config_file: Path | None = None, model: str | None = None) -> Agen
 
         return ConfigSource(CliOverrides(config_file=config_file, model=model))
 
-    return agent_builder(source)
+    return source
+
+
+def cli_agent(config_file: Path | None = None, model: str | None = None) -> AgentBuilder:
+    """The agent as the command line starts it: `--config` and `--model` over the usual config sources."""
+    return agent_builder(cli_source(config_file, model))
 
 
 async def serve(receive: ByteSource, send: ByteSink, build: AgentBuilder) -> None:

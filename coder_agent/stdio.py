@@ -1,6 +1,7 @@
 """The process's real stdin/stdout as anyio byte streams, with stdout reserved for protocol frames.
 
-`claim_stdio()` runs once at startup, before anything else can print:
+`claim_stdio()` runs once at startup, before anything else can print (`reserve_stdout()` is its first half,
+which `coder-agent run` uses alone to keep stdout for its output format):
 - the real stdout pipe is moved to a private file descriptor that only the protocol writer uses;
 - file descriptor 1 and `sys.stdout` are pointed at stderr, so a stray `print()`, a library banner or a
   child process that inherits fd 1 writes to stderr and can never corrupt the JSON-RPC stream;
@@ -31,16 +32,23 @@ class ProtocolFds:
     write_fd: int
 
 
+def reserve_stdout() -> int:
+    """Keep the real stdout for one writer: return a private descriptor for it, and send fd 1 to stderr."""
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.set_inheritable(private, False)
+    return private
+
+
 def claim_stdio() -> ProtocolFds:
     """Take stdin/stdout for the protocol and send everything else that writes to fd 1 to stderr."""
-    sys.stdout.flush()
-    write_fd = os.dup(1)
+    write_fd = reserve_stdout()
     read_fd = os.dup(0)
-    os.dup2(2, 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.stdout = sys.stderr
     for fd in (read_fd, write_fd):
         os.set_inheritable(fd, False)
         os.set_blocking(fd, False)

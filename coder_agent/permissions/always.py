@@ -37,10 +37,12 @@ ChoiceKind = Literal["allow_once", "allow_always", "reject_once", "reject_always
 
 @dataclass(frozen=True)
 class Choice:
-    """One option of a permission prompt: its id (the same as its kind) and the label the user reads."""
+    """One option of a permission prompt: its id (the same as its kind), the label the user reads, and for an
+    "always" the rules it remembers (as the config writes them)."""
 
     kind: ChoiceKind
     label: str
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,12 @@ class Offer:
     def choices(self) -> list[Choice]:
         options = [Choice("allow_once", "Allow")]
         if self.allow:
-            options.append(Choice("allow_always", f"Always allow {describe(self.allow)}"))
+            allow = tuple(str(rule) for rule in self.allow)
+            options.append(Choice("allow_always", f"Always allow {describe(self.allow)}", allow))
         options.append(Choice("reject_once", "Reject"))
         if self.deny:
-            options.append(Choice("reject_always", f"Always reject {describe(self.deny)}"))
+            deny = tuple(str(rule) for rule in self.deny)
+            options.append(Choice("reject_always", f"Always reject {describe(self.deny)}", deny))
         return options
 
     def rules(self, kind: str) -> tuple[Rule, ...]:

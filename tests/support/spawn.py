@@ -53,6 +53,26 @@ def stored_session(tmp_path: Path, session_id: str) -> str:
         return ""
 
 
+def agent_env(tmp_path: Path, llm: FakeLLM | None = None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of an agent spawned in a test: the user's folders under `tmp_path` (agents spawned with
+    the same `tmp_path` share their stored sessions, like one user's editors would), none of the user's
+    CODER_AGENT_* variables nor colour settings, and with `llm` the fake server as the model."""
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")},
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+    }
+    for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        full_env.pop(name, None)
+    if llm is not None:
+        full_env |= {
+            "CODER_AGENT_MODEL": "openai/fake-model",
+            "CODER_AGENT_API_BASE": llm.base_url,
+            "CODER_AGENT_API_KEY": "sk-test",
+        }
+    return full_env | dict(env or {})
+
+
 async def _lines(process: Process) -> AsyncIterator[bytes]:
     assert process.stdout is not None
     buffer = b""
@@ -70,23 +90,10 @@ async def spawned_agent(
 ) -> AsyncIterator[SpawnedAgent]:
     """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone.
 
-    With `llm`, the agent's model is the fake server. The user's own config and data folders are kept out of it:
-    agents spawned with the same `tmp_path` share their stored sessions, like one user's editors would.
+    With `llm`, the agent's model is the fake server (see `agent_env`).
     """
     stderr_path = tmp_path / "agent-stderr.log"
-    full_env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")},
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
-        "CODER_AGENT_LOG_LEVEL": "debug",
-    }
-    if llm is not None:
-        full_env |= {
-            "CODER_AGENT_MODEL": "openai/fake-model",
-            "CODER_AGENT_API_BASE": llm.base_url,
-            "CODER_AGENT_API_KEY": "sk-test",
-        }
-    full_env |= env or {}
+    full_env = agent_env(tmp_path, llm, {"CODER_AGENT_LOG_LEVEL": "debug", **(env or {})})
     with stderr_path.open("wb") as stderr:
         process = await anyio.open_process(
             [sys.executable, "-m", "coder_agent", *args], stdin=PIPE, stdout=PIPE, stderr=stderr, env=full_env

@@ -1,12 +1,23 @@
-"""The command line: a bad flag fails at start, before any editor waits on it."""
+"""The command line: flags and subcommands, help that teaches, the editor snippets for each kind of install, and the
+`run` options (where the prompt comes from, the mode when no one can be asked). Bad flags fail at start."""
 
 from __future__ import annotations
 
+import io
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from coder_agent.cli import parse_args
+from coder_agent import config
+from coder_agent.cli import build_parser, parse_args
+from coder_agent.headless import snippets
+from coder_agent.headless.answers import pick
+from coder_agent.headless.options import RunOptions, UsageError, run_options
+from coder_agent.permissions import Choice, Rule
 
 
 def test_a_missing_config_file_fails_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -26,6 +37,182 @@ def test_a_missing_config_file_in_the_environment_fails_at_start(
 
 
 def test_an_existing_config_file_is_accepted(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("")
-    assert parse_args(["--config", str(config)]).config == config
+    config_file = tmp_path / "c.toml"
+    config_file.write_text("")
+    assert parse_args(["--config", str(config_file)]).config == config_file
+    assert parse_args(["run", "--config", str(config_file), "x"]).config == config_file
+
+
+def test_shared_flags_go_before_or_after_the_subcommand() -> None:
+    assert parse_args(["--model", "a/b", "run", "x"]).model == "a/b"
+    assert parse_args(["run", "--model", "a/b", "x"]).model == "a/b"
+    assert parse_args(["run", "x"]).model is None
+    assert parse_args(["doctor", "--offline"]).offline is True
+
+
+def test_the_log_level_is_info_for_editors_and_warning_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODER_AGENT_LOG_LEVEL", raising=False)
+    assert parse_args([]).log_level == "info"
+    assert parse_args(["run", "x"]).log_level == "warning"
+    assert parse_args(["doctor"]).log_level == "warning"
+    monkeypatch.setenv("CODER_AGENT_LOG_LEVEL", "DEBUG")
+    assert parse_args(["run", "x"]).log_level == "debug"
+    assert parse_args(["run", "--log-level", "error", "x"]).log_level == "error"
+
+
+# ---- help ----------------------------------------------------------------------------------------
+
+
+def _section(help_text: str, heading: str) -> str:
+    """The indented block under a heading line of the help."""
+    lines = help_text.split(heading + "\n", 1)[1].splitlines()
+    block = []
+    for line in lines:
+        if line and not line.startswith(" "):
+            break
+        block.append(line)
+    return textwrap.dedent("\n".join(block)).strip()
+
+
+def test_help_lists_the_subcommands_variables_config_files_and_editor_examples() -> None:
+    text = build_parser().format_help()
+    for command in ("run", "doctor", "(none)"):
+        assert f"\n  {command} " in text
+    for name in [*config.ENV_VARS, config.API_KEY_ENV_VAR, config.CONFIG_ENV_VAR, "CODER_AGENT_LOG_FILE"]:
+        assert name in text
+    assert str(config.user_config_file()) in text
+    assert ".coder-agent/config.toml" in text
+    zed = json.loads(_section(text, "Zed, in settings.json:"))["agent_servers"]["Coder Agent"]
+    assert zed["type"] == "custom" and zed["env"]["CODER_AGENT_MODEL"]
+    jetbrains = _section(text, "JetBrains IDEs, in ~/.jetbrains/acp.json (AI Chat > Configure ACP Agents):")
+    assert "type" not in json.loads(jetbrains)["agent_servers"]["Coder Agent"]
+    self_hosted = json.loads("{" + _section(text, "A self-hosted server (vLLM, Ollama, llama.cpp; no key needed): "
+                                          "the same entry with") + "}")  # fmt: skip
+    assert self_hosted["env"]["CODER_AGENT_API_BASE"].startswith("http://localhost")
+
+
+def test_run_help_says_the_modes_formats_and_exit_codes() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["run", "x"])
+    assert args.command_parser.prog == "coder-agent run"
+    text = args.command_parser.format_help()
+    for words in ("read-only", "full-auto", "stream-json", "3 a refused permission", "130 Ctrl-C", "--continue"):
+        assert words in text
+
+
+def test_the_command_and_its_help_import_nothing_heavy() -> None:
+    probe = (
+        "import sys; from coder_agent.cli import build_parser; build_parser().format_help(); "
+        "print(sorted(m for m in ('rich', 'pydantic', 'litellm', 'mcp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# ---- editor snippets -----------------------------------------------------------------------------
+
+
+def test_a_checkout_is_started_with_uv_run(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "uv.lock").write_text("")
+    (tmp_path / "coder_agent").mkdir()
+    launch = snippets.this_install(tmp_path / "coder_agent", tmp_path / ".venv")
+    assert (launch.command, launch.args, launch.kind) == (
+        "uv",
+        ("run", "--directory", str(tmp_path), "coder-agent"),
+        "checkout",
+    )
+
+
+def test_a_uvx_environment_is_started_with_uvx(tmp_path: Path) -> None:
+    prefix = tmp_path / "cache" / "uv" / "archive-v0" / "abc123"
+    package = prefix / "lib" / "python3.12" / "site-packages" / "coder_agent"
+    package.mkdir(parents=True)
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "coder-agent").write_text("")
+    assert snippets.this_install(package, prefix) == snippets.Launch("uvx", ("coder-agent",), "uvx")
+
+
+def test_an_installed_command_is_named_by_its_absolute_path(tmp_path: Path) -> None:
+    prefix = tmp_path / "tools" / "coder-agent"
+    package = prefix / "lib" / "python3.12" / "site-packages" / "coder_agent"
+    package.mkdir(parents=True)
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "coder-agent").write_text("")
+    assert snippets.this_install(package, prefix) == snippets.Launch(
+        str(prefix / "bin" / "coder-agent"), (), "installed"
+    )
+    bare = tmp_path / "bare"
+    assert snippets.this_install(package, bare) == snippets.Launch(sys.executable, ("-m", "coder_agent"), "module")
+
+
+def test_snippets_are_the_editors_json() -> None:
+    launch = snippets.Launch("uvx", ("coder-agent",), "uvx")
+    env = {"CODER_AGENT_MODEL": "openai/x"}
+    assert json.loads(snippets.zed(launch, env)) == {
+        "agent_servers": {"Coder Agent": {"type": "custom", "command": "uvx", "args": ["coder-agent"], "env": env}}
+    }
+    assert json.loads(snippets.jetbrains(launch, env)) == {
+        "agent_servers": {"Coder Agent": {"command": "uvx", "args": ["coder-agent"], "env": env}}
+    }
+
+
+# ---- run options ---------------------------------------------------------------------------------
+
+
+def _options(argv: list[str], stdin: str = "", *, tty: bool = False) -> RunOptions:
+    args = parse_args(["run", *argv])
+    return run_options(args, io.BytesIO(stdin.encode()), stdin_tty=tty, stderr_tty=tty)
+
+
+def test_without_a_terminal_the_mode_is_read_only_and_no_one_is_asked(tmp_path: Path) -> None:
+    options = _options(["--cwd", str(tmp_path), "hi"])
+    assert (options.mode, options.can_ask, options.prompt, options.cwd) == ("read-only", False, "hi", tmp_path)
+
+
+def test_on_a_terminal_the_configs_mode_holds_and_questions_are_asked() -> None:
+    options = _options(["hi"], tty=True)
+    assert (options.mode, options.can_ask) == (None, True)
+    assert _options(["--mode", "full-auto", "hi"], tty=True).mode == "full-auto"
+
+
+def test_the_prompt_comes_from_stdin_when_absent_or_a_dash() -> None:
+    assert _options([], "from stdin").prompt == "from stdin"
+    assert _options(["-"], "dash").prompt == "dash"
+    assert _options(["-"], "typed", tty=True).prompt == "typed"
+    assert _options(["argument"], "ignored").prompt == "argument"
+
+
+def test_rules_are_the_configs_rule_strings() -> None:
+    options = _options(["--allow", "execute:pytest", "--allow", "edit:src/**", "--deny", "execute:git push", "x"])
+    assert options.allow == (Rule("execute", "pytest"), Rule("edit", "src/**"))
+    assert options.deny == (Rule("execute", "git push"),)
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "tty", "message"),
+    [
+        ([], "", True, "no prompt"),
+        ([], "  \n", False, "the prompt is empty"),
+        (["--allow", "edit", "x"], "", False, "--allow: permission rule 'edit'"),
+        (["--deny", "execute:=echo 'x", "x"], "", False, "--deny: permission rule"),
+        (["--max-turns", "0", "x"], "", False, "--max-turns"),
+    ],
+)
+def test_usage_errors(argv: list[str], stdin: str, tty: bool, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        _options(argv, stdin, tty=tty)
+
+
+def test_a_typed_answer_picks_a_choice() -> None:
+    choices = [
+        Choice("allow_once", "Allow"),
+        Choice("allow_always", "Always allow", ("edit:**",)),
+        Choice("reject_once", "Reject"),
+    ]
+    assert [pick(typed, choices) for typed in ("1\n", "2", " 3 ", "\n", "y", "YES", "n", "a")] == [
+        "allow_once", "allow_always", "reject_once", "reject_once", "allow_once", "allow_once", "reject_once",
+        "allow_always",
+    ]  # fmt: skip
+    assert [pick(typed, choices) for typed in ("4", "0", "maybe")] == [None, None, None]
+    assert pick("a", choices[:1]) is None  # no "always" offered: `a` names nothing

@@ -1,0 +1,14 @@
+"""The agent from a terminal, without an editor: `coder-agent run` and `coder-agent doctor`.
+
+An adapter over `agent/`, beside `acp/`: the same `SessionManager`, runner, tools and session store as an
+editor's connection, with a `LocalBridge` (the disk, local process groups) in place of the ACP client.
+
+* `options` — the `run` flags made into `RunOptions` (the prompt from the argument or stdin, the mode);
+* `run` — the command: open or reopen a session, one prompt, Ctrl-C, the exit code;
+* `answers` — permission questions: asked on the terminal, or refused when there is no one to ask;
+* `render` — `--output-format text`: the answer on stdout; tool calls, diffs, the plan on stderr;
+* `events` — what a run adds up to (answer, usage, files changed) and the `json` / `stream-json` formats;
+* `doctor` — the setup checked in plain words;
+* `snippets` and `help` — how editors start this install, and the help text (standard library only: `--help`
+  and the bare command's terminal notice must stay fast).
+"""

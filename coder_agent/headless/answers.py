@@ -1,0 +1,102 @@
+"""Permission questions of a run: asked on the terminal when a person is there, refused when no one is.
+
+On a terminal the question shows the call (its title, kind, diff or command, and why it asks) and the choices of
+the editor's prompt, "always" ones included (they hold for the session, as in an editor); a number, `y`, `n`
+or `a` answers, Enter rejects. Keys typed before the question was shown are discarded, so a stray key cannot
+approve anything.
+
+With no one to ask (stdin or stderr is not a terminal), the call is refused and the turn stops there: the model
+does not improvise around a refusal nobody made. The run then ends with status 3, naming the `--allow` rule
+that would let the call through; `--continue` picks the session up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+
+import anyio
+from rich.console import Console
+from rich.text import Text
+
+from coder_agent.headless.events import Output, Permission
+from coder_agent.headless.render import content_lines
+from coder_agent.permissions import Choice
+from coder_agent.protocol.schema import ToolCallUpdate
+
+SHORT_ANSWERS = {"y": "allow_once", "yes": "allow_once", "n": "reject_once", "no": "reject_once", "a": "allow_always"}
+
+
+class Answers:
+    """The `answer` callable of the run's `LocalBridge`; `console` None means there is no one to ask."""
+
+    def __init__(self, output: Output, console: Console | None, terminal_fd: int = 0) -> None:
+        self.output = output
+        self.console = console
+        self.terminal_fd = terminal_fd
+        self.refused: list[Permission] = []
+        """Questions no one could answer: each stopped the run."""
+
+    async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        allow_rules = next((c.rules for c in choices if c.kind == "allow_always"), ())
+        title, kind = call.title or "A tool call", call.kind or "other"
+        if self.console is None:
+            event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
+            self.refused.append(event)
+            self.output.permission(event)
+            return None  # the turn ends as if cancelled: the model is not told to give up on the call
+        self.output.pause()
+        answer = await self._ask(self.console, call, choices)
+        allowed = answer.startswith("allow")
+        event = Permission(call.tool_call_id, title, kind, "allowed" if allowed else "refused", "terminal", allow_rules)
+        self.output.permission(event)
+        return answer
+
+    async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> str:
+        title = call.title or "A tool call"
+        console.print(Text.assemble(("? ", "bold yellow"), (title, "bold"), (f"  ({call.kind})", "dim")))
+        for line in content_lines(call.content or []):
+            console.print(line)
+        console.print(Text("  ".join(f"[{number}] {choice.label}" for number, choice in enumerate(choices, 1))))
+        _discard_typed_ahead(self.terminal_fd)
+        while True:
+            console.print(Text(f"Answer 1-{len(choices)} (Enter: Reject): ", style="bold"), end="")
+            typed = await read_line(self.terminal_fd)
+            if typed is None:  # end of input (Ctrl-D): nobody answers yes
+                console.print()
+                return "reject_once"
+            answer = pick(typed, choices)
+            if answer is not None:
+                return answer
+            console.print(Text(f"Type a number from 1 to {len(choices)}, y, n, or press Enter to reject.", style="dim"))
+
+
+def pick(line: str, choices: Sequence[Choice]) -> str | None:
+    """The choice a typed line names, or None if it names none."""
+    text = line.strip().lower()
+    kinds = [choice.kind for choice in choices]
+    if not text:
+        return "reject_once"
+    if text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1].kind
+    short = SHORT_ANSWERS.get(text)
+    return short if short in kinds else None
+
+
+async def read_line(fd: int) -> str | None:
+    """One line typed on the terminal (the terminal hands it over whole); None at the end of input."""
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            continue
+        return data.decode("utf-8", errors="replace") if data else None
+
+
+def _discard_typed_ahead(fd: int) -> None:
+    with contextlib.suppress(ImportError, OSError):
+        import termios
+
+        termios.tcflush(fd, termios.TCIFLUSH)

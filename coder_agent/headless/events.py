@@ -1,0 +1,197 @@
+"""What a run adds up to, and the machine-readable formats `json` and `stream-json`.
+
+`Tally` watches the session's updates: the answer (the agent's text since its last tool call), the model
+requests and their tokens, and the files its edit tools changed. `RunResult` is the end of a run; `json` prints
+it as one object. `stream-json` prints one object per line as things happen: `session` first (its id, folder,
+model and mode), then every ACP session update in the wire's own shape (`update`: `agent_message_chunk`,
+`tool_call`, `tool_call_update`, `plan`, `usage_update`, ...), `permission` when a question was answered, and the
+`result` object last, the same as `json` prints.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TextIO
+
+from coder_agent.protocol.content import DiffContent, TextContent, ToolCallContent
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    SessionUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+    UsageUpdate,
+)
+
+
+@dataclass(frozen=True)
+class Permission:
+    """A permission question and its answer."""
+
+    tool_call_id: str
+    title: str
+    kind: str
+    decision: Literal["allowed", "refused"]
+    answered_by: Literal["terminal", "nobody"]
+    """`nobody`: there was no terminal to ask on, so the call was refused and the run stopped."""
+    allow_rules: tuple[str, ...] = ()
+    """The `--allow` rules that would let this call through."""
+
+
+@dataclass
+class Usage:
+    model_requests: int = 0
+    tokens: int = 0
+    """Input and output tokens of every model request of the run, added up."""
+    context_tokens: int = 0
+    """The conversation's size after the last request."""
+    context_window: int | None = None
+
+
+@dataclass
+class RunResult:
+    session_id: str | None
+    stop_reason: str | None
+    exit_code: int
+    answer: str = ""
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    """USD spent by this run, where litellm knows the model's price."""
+    files_changed: list[str] = field(default_factory=list)
+    refused: list[Permission] = field(default_factory=list)
+
+    def wire(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["refused"] = [asdict(p) for p in self.refused]
+        return {"type": "result", **data}
+
+
+class Tally:
+    """What the updates of one run add up to."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.answer = ""
+        self.usage = Usage()
+        self.files_changed: list[str] = []
+        self._content: dict[str, list[ToolCallContent]] = {}
+
+    def see(self, update: SessionUpdate) -> None:
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
+            self.answer += update.content.text
+        elif isinstance(update, ToolCallStart):
+            self.answer = ""
+            self._content[update.tool_call_id] = list(update.content or [])
+            self._finish(update.tool_call_id, update.status)
+        elif isinstance(update, ToolCallUpdate):
+            if update.content is not None:
+                self._content[update.tool_call_id] = list(update.content)
+            self._finish(update.tool_call_id, update.status)
+        elif isinstance(update, UsageUpdate):
+            self.usage.model_requests += 1
+            self.usage.tokens += update.used
+            self.usage.context_tokens = update.used
+            self.usage.context_window = update.size
+
+    def _finish(self, call_id: str, status: str | None) -> None:
+        if status != "completed":
+            return
+        for item in self._content.pop(call_id, []):
+            if isinstance(item, DiffContent):
+                path = self._shown(item.path)
+                if path not in self.files_changed:
+                    self.files_changed.append(path)
+
+    def _shown(self, path: str) -> str:
+        try:
+            return str(Path(path).relative_to(self.cwd))
+        except ValueError:
+            return path
+
+
+class Stdout:
+    """The run's stdout, which goes quiet once its reader has gone (`| head`): the run still ends and saves."""
+
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        try:
+            self.file.write(text)
+            self.file.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.gone = True
+
+    def isatty(self) -> bool:
+        return self.file.isatty()
+
+
+class Output(Protocol):
+    """Where a run shows itself: `text` (render.TextOutput), `json` or `stream-json`."""
+
+    def started(self, session: dict[str, Any]) -> None:
+        """The session is open: `session_id`, `cwd`, `model`, `mode`, `resumed`."""
+        ...
+
+    async def show(self, update: SessionUpdate) -> None: ...
+
+    def permission(self, event: Permission) -> None: ...
+
+    def pause(self) -> None:
+        """Something else is about to write to the terminal (a permission question): stop any spinner."""
+        ...
+
+    def finished(self, result: RunResult) -> None: ...
+
+
+class JsonOutput:
+    """`--output-format json`: nothing until the end, then one object."""
+
+    def __init__(self, stdout: Stdout) -> None:
+        self.stdout = stdout
+
+    def started(self, session: dict[str, Any]) -> None:
+        pass
+
+    async def show(self, update: SessionUpdate) -> None:
+        pass
+
+    def permission(self, event: Permission) -> None:
+        pass
+
+    def pause(self) -> None:
+        pass
+
+    def finished(self, result: RunResult) -> None:
+        _write(self.stdout, result.wire())
+
+
+class StreamJsonOutput:
+    """`--output-format stream-json`: one object per line, as they happen."""
+
+    def __init__(self, stdout: Stdout) -> None:
+        self.stdout = stdout
+
+    def started(self, session: dict[str, Any]) -> None:
+        _write(self.stdout, {"type": "session", **session})
+
+    async def show(self, update: SessionUpdate) -> None:
+        _write(self.stdout, {"type": "update", "update": update.wire()})
+
+    def permission(self, event: Permission) -> None:
+        _write(self.stdout, {"type": "permission", **asdict(event)})
+
+    def pause(self) -> None:
+        pass
+
+    def finished(self, result: RunResult) -> None:
+        _write(self.stdout, result.wire())
+
+
+def _write(stdout: Stdout, event: dict[str, Any]) -> None:
+    stdout.write(json.dumps(event, ensure_ascii=False) + "\n")

@@ -1,0 +1,272 @@
+"""`coder-agent run`: one prompt through the agent without an editor — the same sessions, tools and store.
+
+The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
+disk, local process groups, updates to the output format, permission questions to `answers`. The run's
+`--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
+the mode it had before, so an editor that reopens it does not inherit a `full-auto` given on a command line.
+
+Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
+killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
+model finished (`end_turn`); 1 on an error or when the turn stopped short (max turns, max tokens, a refusal
+by the model); 3 when a permission question no one could answer stopped the work; 130 on Ctrl-C (143 on
+SIGTERM). Usage errors (2) are found before this module runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+from anyio.abc import TaskGroup
+from rich.console import Console
+from rich.text import Text
+
+from coder_agent.errors import ResourceNotFound, RpcError
+from coder_agent.headless.answers import Answers
+from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
+from coder_agent.headless.options import RunOptions
+from coder_agent.headless.render import TextOutput, stderr_console
+from coder_agent.permissions import ModeName
+from coder_agent.protocol.content import TextContent
+from coder_agent.protocol.schema import SessionUpdate, StopReason
+from coder_agent.session.local import LocalBridge
+from coder_agent.stdio import reserve_stdout
+from coder_agent.store import StoreError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from coder_agent.agent.manager import SessionManager
+    from coder_agent.session.session import Session
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_REFUSED = 3
+EXIT_INTERRUPTED = 130
+
+STOPPED_SHORT: dict[str, str] = {
+    "max_turn_requests": "Stopped at the limit of model requests (--max-turns, or max_turn_requests in the config); "
+    "`coder-agent run --continue` lets it go on.",
+    "max_tokens": "The model's answer was cut at its output limit (max_tokens).",
+    "refusal": "The model declined to answer.",
+    "cancelled": "The turn was cancelled.",
+}
+
+ManagerFactory = Callable[[TaskGroup], "SessionManager"]
+
+
+@dataclass
+class _State:
+    session: Session | None = None
+    resumed: bool = False
+    mode_before: ModeName | None = None
+    cost_before: float = 0.0
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    interrupted: int | None = None
+    """The signal that cancelled the run."""
+
+
+def main(options: RunOptions, build: ManagerFactory) -> int:
+    """Run the prompt; the exit status. stdout carries only the output format (fd 1 is pointed at stderr)."""
+    stdout = os.fdopen(reserve_stdout(), "w", encoding="utf-8", errors="replace")
+    try:
+        return anyio.run(_run, options, build, stdout, backend="asyncio")
+    except KeyboardInterrupt:  # before the signal handler was in place
+        return EXIT_INTERRUPTED
+    finally:
+        with contextlib.suppress(OSError):  # the reader went away: nothing more to say to it
+            stdout.close()
+
+
+async def _run(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
+    console = stderr_console()
+    output = _output(options, Stdout(file), console)
+    answers = Answers(output, console if options.can_ask else None)
+    tally = Tally(options.cwd)
+
+    async def sink(update: SessionUpdate) -> None:
+        tally.see(update)
+        await output.show(update)
+
+    bridge = LocalBridge(sink, answers)
+    state = _State()
+    async with anyio.create_task_group() as tasks:
+        manager = build(tasks)
+        with anyio.CancelScope() as work:
+            tasks.start_soon(_cancel_on_signals, manager, work, state, output, console)
+            try:
+                await _work(manager, options, bridge, state, tally, output)
+            except RpcError as exc:
+                state.error = exc.message
+            except Exception as exc:
+                log.exception("coder-agent run failed")
+                state.error = f"Unexpected error: {exc} (the log has the details)"
+        with anyio.CancelScope(shield=True):
+            if state.session is not None and state.mode_before is not None:
+                state.session.permissions.mode = state.mode_before  # the run's mode was for this run only
+                state.session.save_soon()
+            await manager.aclose()  # cancels what is left and saves every session
+        tasks.cancel_scope.cancel()
+    result = _result(state, answers.refused, tally)
+    if result.error:
+        output.pause()
+        console.print(Text(result.error, style="red" if result.exit_code != EXIT_INTERRUPTED else "yellow"))
+    output.finished(result)
+    return result.exit_code
+
+
+async def _work(
+    manager: SessionManager, options: RunOptions, bridge: LocalBridge, state: _State, tally: Tally, output: Output
+) -> None:
+    session = await _open(manager, options, bridge, state)
+    state.session = session
+    state.mode_before = session.permissions.mode
+    _apply(manager, session, options)
+    state.cost_before = session.conversation.cost
+    tally.cwd = session.cwd
+    output.started(
+        {
+            "session_id": session.id,
+            "cwd": str(session.cwd),
+            "model": session.config.model,
+            "mode": session.permissions.mode,
+            "resumed": state.resumed,
+        }
+    )
+    await manager.ready(session)
+    state.stop_reason = await manager.prompt(session, [TextContent(text=options.prompt)])
+
+
+async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridge, state: _State) -> Session:
+    def client(session_id: str) -> LocalBridge:
+        return bridge
+
+    if options.resume is None and not options.continue_latest:
+        return await manager.create(options.cwd, [], [], client)
+    if options.resume is not None:
+        session_id = options.resume
+    else:
+        page, _ = await manager.list(str(options.cwd), None)
+        if not page:
+            raise ResourceNotFound(f"No session to continue in {options.cwd}; start one without --continue.")
+        session_id = page[0].session_id
+    cwd, extra = await _folders(manager, session_id, options)
+    state.resumed = True
+    return await manager.reopen(session_id, cwd, extra, [], client)
+
+
+async def _folders(manager: SessionManager, session_id: str, options: RunOptions) -> tuple[Path, list[Path]]:
+    """A resumed session works where it worked before, unless --cwd says otherwise."""
+    from pathlib import Path
+
+    store = manager.store
+    if options.cwd_given or store is None:
+        return options.cwd, []
+
+    def stored() -> tuple[Path, list[Path]] | None:
+        try:
+            record = store.load(session_id)
+        except StoreError:
+            return None  # reopening says what is wrong with it
+        cwd = Path(record.cwd)
+        if not cwd.is_dir():
+            raise ResourceNotFound(f"Session {session_id} worked in {cwd}, which is gone; give --cwd to use another.")
+        return cwd, [Path(d) for d in record.additional_directories if Path(d).is_dir()]
+
+    return await anyio.to_thread.run_sync(stored) or (options.cwd, [])
+
+
+def _apply(manager: SessionManager, session: Session, options: RunOptions) -> None:
+    """The run's own mode, rules, model and request limit."""
+    policy = session.permissions
+    policy.mode = options.mode or session.config.default_mode
+    policy.allow = [*policy.allow, *options.allow]
+    policy.deny = [*policy.deny, *options.deny]
+    updates: dict[str, Any] = {}
+    if options.model is not None and options.model != session.config.model:
+        updates["model"] = options.model
+    if options.max_turns is not None:
+        updates["max_turn_requests"] = options.max_turns
+    if updates:
+        config = session.config.model_copy(update=updates)
+        manager.runner.check(config)
+        session.config = config
+
+
+async def _cancel_on_signals(
+    manager: SessionManager, work: anyio.CancelScope, state: _State, output: Output, console: Console
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if state.interrupted is not None:
+                os._exit(128 + signum)  # the second Ctrl-C: now
+            state.interrupted = signum
+            output.pause()
+            console.print(Text("Cancelling… (Ctrl-C again to quit at once)", style="yellow"))
+            manager.cancel_all()
+            work.cancel()
+
+
+def _result(state: _State, refused: list[Permission], tally: Tally) -> RunResult:
+    session = state.session
+    result = RunResult(
+        session_id=session.id if session is not None else None,
+        stop_reason=state.stop_reason,
+        exit_code=EXIT_OK,
+        answer=tally.answer,
+        usage=tally.usage,
+        files_changed=tally.files_changed,
+        refused=refused,
+    )
+    if session is not None:
+        spent = session.conversation.cost - state.cost_before
+        result.cost = round(spent, 6) if spent > 0 else None
+    if state.interrupted is not None:
+        result.stop_reason = "cancelled"
+        result.exit_code = EXIT_INTERRUPTED if state.interrupted == signal.SIGINT else 128 + state.interrupted
+        result.error = "Interrupted. " + _pick_up(session)
+    elif state.error is not None:
+        result.exit_code, result.error = EXIT_ERROR, state.error
+    elif refused:
+        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session)
+    elif state.stop_reason != "end_turn":
+        result.exit_code = EXIT_ERROR
+        result.error = STOPPED_SHORT.get(state.stop_reason or "", f"The turn stopped: {state.stop_reason}.")
+    return result
+
+
+def _refusal(event: Permission, session: Session | None) -> str:
+    """Why the run stopped, and the flags that would let the call through."""
+    mode = "accept-edits" if event.kind == "edit" else "full-auto"
+    if event.allow_rules:
+        rules = " ".join(f"--allow '{rule}'" for rule in event.allow_rules)
+        how = f"Allow it with {rules} (or --mode {mode}), or run on a terminal to be asked."
+    else:
+        how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be "
+        how += "checked): run on a terminal to be asked, or add an exact rule to your config."
+    return f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on. {how} " + (
+        _pick_up(session)
+    )
+
+
+def _pick_up(session: Session | None) -> str:
+    if session is None:
+        return ""
+    return f"The session is saved: `coder-agent run --resume {session.id} ...` (or --continue) picks it up."
+
+
+def _output(options: RunOptions, stdout: Stdout, console: Console) -> Output:
+    if options.output == "json":
+        return JsonOutput(stdout)
+    if options.output == "stream-json":
+        return StreamJsonOutput(stdout)
+    return TextOutput(stdout, console)

@@ -1,0 +1,344 @@
+"""`coder-agent run` end to end: the agent spawned as a command, its model the fake server — outputs, exit
+codes, prompts from stdin, sessions continued and resumed (and shared with editors), refusals and Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
+from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+RUN_WAIT = 120.0
+ESCAPE = "\x1b["
+WRITE = Reply.tool("write_file", {"path": "notes.txt", "content": "remember\n"})
+PLAN = {
+    "entries": [{"content": "Read main.py", "status": "completed"}, {"content": "Say bye", "status": "in_progress"}]
+}
+EDIT_SCRIPT = [
+    Reply("Let me look.", tool_calls=[ToolCall("update_plan", PLAN), ToolCall("read_file", {"path": "main.py"})]),
+    Reply(tool_calls=[ToolCall("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
+    Reply("Changed the greeting."),
+]
+
+
+@dataclass
+class Ran:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.stdout)
+        return result
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines()]
+
+
+async def run(
+    tmp_path: Path, *args: str, llm: FakeLLM | None = None, stdin: str = "", env: dict[str, str] | None = None
+) -> Ran:
+    """`coder-agent run ARGS` with pipes (no terminal anywhere), to the end."""
+    with anyio.fail_after(RUN_WAIT):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "coder_agent", "run", *args],
+            input=stdin.encode(),
+            env=agent_env(tmp_path, llm, env),
+            check=False,
+        )
+    return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "main.py").write_text("print('hello')\n")
+    return folder
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def user_messages(llm: FakeLLM) -> list[str]:
+    return [m["content"] for m in llm.last_request["messages"] if m["role"] == "user"]
+
+
+async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script(EDIT_SCRIPT)
+    ran = await run(tmp_path, "--cwd", str(work), "--mode", "accept-edits", "Say bye", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout == "Let me look.\n\nChanged the greeting.\n"
+    assert "Plan\n  ✓ Read main.py\n  ▸ Say bye\n" in ran.stderr
+    assert "• Read main.py" in ran.stderr
+    assert "• Edit main.py" in ran.stderr
+    assert "    -print('hello')\n    +print('bye')" in ran.stderr
+    assert "1 file changed" in ran.stderr
+    assert ESCAPE not in ran.stdout + ran.stderr  # piped: plain text
+    assert (work / "main.py").read_text() == "print('bye')\n"
+
+
+async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script(EDIT_SCRIPT)
+    ran = await run(
+        tmp_path, "--cwd", str(work), "--mode", "accept-edits", "--output-format", "json", "Say bye", llm=fake_llm
+    )
+    assert ran.code == 0, ran.stderr
+    result = ran.json()
+    assert result["type"] == "result"
+    assert result["answer"] == "Changed the greeting."
+    assert result["stop_reason"] == "end_turn"
+    assert result["exit_code"] == 0
+    assert result["error"] is None
+    assert result["session_id"].startswith("sess_")
+    assert result["files_changed"] == ["main.py"]
+    assert result["usage"]["model_requests"] == 3
+    assert result["usage"]["tokens"] > 0
+    assert "cost" in result
+    assert ran.stderr == ""
+
+
+async def test_stream_json_prints_each_event_as_a_line(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script(EDIT_SCRIPT)
+    args = ["--cwd", str(work), "--mode", "accept-edits", "--output-format", "stream-json", "Say bye"]
+    ran = await run(tmp_path, *args, llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    events = ran.events()
+    first, last = events[0], events[-1]
+    assert first == {
+        "type": "session",
+        "session_id": last["session_id"],
+        "cwd": str(work),
+        "model": "openai/fake-model",
+        "mode": "accept-edits",
+        "resumed": False,
+    }
+    assert last["type"] == "result" and last["files_changed"] == ["main.py"]
+    updates = [e["update"] for e in events if e["type"] == "update"]
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds.index("agent_message_chunk") < kinds.index("usage_update") < kinds.index("tool_call")
+    edit = next(u for u in updates if u["sessionUpdate"] == "tool_call" and u["kind"] == "edit")
+    assert edit["content"][0]["type"] == "diff"
+    text = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+    assert text == "Let me look.Changed the greeting."
+
+
+@pytest.mark.parametrize("argument", [[], ["-"]])
+async def test_the_prompt_comes_from_stdin(tmp_path: Path, work: Path, fake_llm: FakeLLM, argument: list[str]) -> None:
+    fake_llm.script([Reply("Four.")])
+    ran = await run(tmp_path, "--cwd", str(work), *argument, llm=fake_llm, stdin="What is 2+2?\n")
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout == "Four.\n"
+    assert user_messages(fake_llm) == ["What is 2+2?\n"]
+
+
+async def test_a_prompt_argument_leaves_stdin_alone(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("Hi.")])
+    ran = await run(tmp_path, "--cwd", str(work), "Hello", llm=fake_llm, stdin="not the prompt")
+    assert ran.code == 0, ran.stderr
+    assert user_messages(fake_llm) == ["Hello"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "the prompt is empty"),
+        (["--mode", "yolo", "x"], "invalid choice: 'yolo'"),
+        (["--allow", "nonsense", "x"], "--allow: permission rule 'nonsense'"),
+        (["--continue", "--resume", "sess_1", "x"], "not allowed with argument"),
+        (["--cwd", "/no/such/folder", "x"], "--cwd /no/such/folder: no such folder"),
+        (["--max-turns", "0", "x"], "--max-turns must be at least 1"),
+        (["--output-format", "yaml", "x"], "invalid choice: 'yaml'"),
+    ],
+)
+async def test_usage_errors_exit_2_before_anything_runs(
+    tmp_path: Path, fake_llm: FakeLLM, args: list[str], message: str
+) -> None:
+    ran = await run(tmp_path, *args, llm=fake_llm)
+    assert ran.code == 2
+    assert message in ran.stderr
+    assert "usage: coder-agent run" in ran.stderr
+    assert ran.stdout == ""
+    assert fake_llm.requests == []
+
+
+async def test_no_model_is_an_error_with_the_fix_on_stderr(tmp_path: Path, work: Path) -> None:
+    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "hi")
+    assert ran.code == 1
+    assert "No model is configured. Set CODER_AGENT_MODEL" in ran.stderr
+    result = ran.json()
+    assert result["exit_code"] == 1 and result["session_id"] is None
+    assert result["error"].startswith("No model is configured")
+
+
+async def test_a_model_failure_exits_1(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Fault.status(401, message="bad key")])
+    ran = await run(tmp_path, "--cwd", str(work), "hi", llm=fake_llm)
+    assert ran.code == 1
+    assert "rejected the credentials" in ran.stderr
+    assert "bad key" in ran.stderr
+
+
+async def test_hitting_max_turns_exits_1(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply.tool("read_file", {"path": "main.py"}), Reply("never reached")])
+    ran = await run(tmp_path, "--cwd", str(work), "--max-turns", "1", "--output-format", "json", "look", llm=fake_llm)
+    assert ran.code == 1
+    assert ran.json()["stop_reason"] == "max_turn_requests"
+    assert "--max-turns" in ran.stderr
+    assert len(fake_llm.requests) == 1
+
+
+async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([WRITE])
+    args = ["--cwd", str(work), "--mode", "default", "--output-format", "json", "Note it"]
+    ran = await run(tmp_path, *args, llm=fake_llm)
+    assert ran.code == 3, ran.stderr
+    result = ran.json()
+    assert result["stop_reason"] == "cancelled"
+    assert result["refused"] == [
+        {
+            "tool_call_id": "call_1_0",
+            "title": "Write notes.txt",
+            "kind": "edit",
+            "decision": "refused",
+            "answered_by": "nobody",
+            "allow_rules": ["edit:**"],
+        }
+    ]
+    assert "needs permission, and there is no terminal to ask on" in ran.stderr
+    assert "--allow 'edit:**'" in ran.stderr
+    assert not (work / "notes.txt").exists()
+    assert len(fake_llm.requests) == 1  # the turn stopped at the refusal
+
+    fake_llm.script([WRITE, Reply("Done now.")])
+    again = await run(
+        tmp_path, "--cwd", str(work), "--continue", "--mode", "default", "--allow", "edit:**", "go on", llm=fake_llm
+    )
+    assert again.code == 0, again.stderr
+    assert "Continuing session " + result["session_id"] in again.stderr
+    assert (work / "notes.txt").read_text() == "remember\n"
+    assert user_messages(fake_llm) == ["Note it", "go on"]
+
+
+async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    """Without a terminal the mode is read-only: an edit is refused and the model is told, as in an editor."""
+    fake_llm.script([WRITE, Reply("I may not edit here.")])
+    ran = await run(tmp_path, "--cwd", str(work), "Note it", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    assert "✗ Not allowed: the session is in read-only mode" in ran.stderr
+    assert ran.stdout == "I may not edit here.\n"
+    tool_result = fake_llm.last_request["messages"][-1]
+    assert tool_result["role"] == "tool" and "read-only mode" in tool_result["content"]
+
+
+async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("First answer.")])
+    first = await run(
+        tmp_path, "--cwd", str(work), "--mode", "full-auto", "--output-format", "json", "first", llm=fake_llm
+    )
+    session_id = first.json()["session_id"]
+    assert json.loads(stored_session(tmp_path, session_id))["mode"] == "default"  # full-auto was for that run only
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fake_llm.script([Reply("Second answer.")])
+    with anyio.fail_after(RUN_WAIT):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "coder_agent", "run", "--resume", session_id, "--output-format", "stream-json", "2"],
+            env=agent_env(tmp_path, fake_llm),
+            cwd=elsewhere,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert events[0]["session_id"] == session_id and events[0]["resumed"] is True
+    assert events[0]["cwd"] == str(work) and events[0]["mode"] == "read-only"
+    assert user_messages(fake_llm) == ["first", "2"]
+
+
+async def test_continue_without_a_session_says_so(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    ran = await run(tmp_path, "--cwd", str(work), "--continue", "hi", llm=fake_llm)
+    assert ran.code == 1
+    assert f"No session to continue in {work}" in ran.stderr
+
+
+async def test_sessions_are_shared_with_editors(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("From the command line.")])
+    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "Made by run", llm=fake_llm)
+    made_by_run = ran.json()["session_id"]
+
+    fake_llm.script([Reply("From the editor.")])
+    async with spawned_agent(tmp_path, llm=fake_llm) as agent:
+        await agent.client.initialize()
+        listed = await agent.client.request("session/list", {"cwd": str(work)})
+        assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [(made_by_run, "Made by run")]
+        made_by_editor = await agent.client.new_session(str(work))
+        assert await agent.client.prompt(made_by_editor, "Made by the editor", timeout=60) == "end_turn"
+
+    fake_llm.script([Reply("Back on the command line.")])
+    again = await run(tmp_path, "--cwd", str(work), "--continue", "--output-format", "json", "and now?", llm=fake_llm)
+    assert again.json()["session_id"] == made_by_editor
+    assert user_messages(fake_llm) == ["Made by the editor", "and now?"]
+
+
+async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    pid_file = work / "command.pid"
+    fake_llm.script([Reply.tool("run_command", {"command": f"echo $$ > {pid_file}; sleep 600"})])
+    argv = [sys.executable, "-m", "coder_agent", "run", "--cwd", str(work), "--mode", "full-auto"]
+    argv += ["--output-format", "stream-json", "wait a long time"]
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        process = await anyio.open_process(
+            argv, stdin=PIPE, stdout=PIPE, stderr=stderr, env=agent_env(tmp_path, fake_llm)
+        )
+    async with process:
+        output = b""
+
+        async def read_stdout() -> None:
+            nonlocal output
+            assert process.stdout is not None
+            async for chunk in process.stdout:
+                output += chunk
+
+        try:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(read_stdout)
+                await poll_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", timeout=RUN_WAIT)
+                group = int(pid_file.read_text())
+                os.killpg(group, 0)  # the command's group is there
+                process.send_signal(signal.SIGINT)
+                with anyio.fail_after(30):
+                    code = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+        events = [json.loads(line) for line in output.decode().splitlines()]
+    assert code == 130
+    result = events[-1]
+    assert result["type"] == "result" and result["stop_reason"] == "cancelled" and result["exit_code"] == 130
+    await poll_until(lambda: not group_alive(group), timeout=10)  # a killed member may be a zombie for a moment
+    stored = json.loads(stored_session(tmp_path, result["session_id"]))
+    assert stored["messages"][0] == {"role": "user", "content": "wait a long time"}
+    assert stored["messages"][-1]["role"] == "tool"  # the interrupted call is answered, so the session goes on

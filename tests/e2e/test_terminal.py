@@ -1,0 +1,77 @@
+"""What a person at a terminal meets: `coder-agent` alone explains itself instead of waiting, and `coder-agent run`
+asks its permission questions there (a pseudo-terminal stands in for the person's)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.spawn import agent_env
+from tests.support.terminal import Terminal
+
+pytestmark = pytest.mark.e2e
+
+WRITE = Reply.tool("write_file", {"path": "notes.txt", "content": "remember\n"})
+AGENT = [sys.executable, "-m", "coder_agent"]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def test_the_bare_command_on_a_terminal_explains_itself(tmp_path: Path, terminals: list[Terminal]) -> None:
+    terminal = Terminal(AGENT, agent_env(tmp_path))
+    terminals.append(terminal)
+    assert terminal.wait() == 0
+    said = " ".join(terminal.text.split())
+    assert "coder-agent is an ACP agent: an editor" in said
+    assert 'coder-agent run "your request"' in said
+    assert "coder-agent doctor" in said
+
+
+def test_a_question_on_the_terminal_lets_the_edit_through(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM, terminals: list[Terminal]
+) -> None:
+    fake_llm.script([WRITE, Reply("Written it down.")])
+    terminal = Terminal([*AGENT, "run", "--cwd", str(work), "Note it"], agent_env(tmp_path, fake_llm))
+    terminals.append(terminal)
+    terminal.expect("Answer 1-4 (Enter: Reject):")
+    assert "? Write notes.txt  (edit)" in terminal.text
+    assert "+ remember" in terminal.text
+    assert "[2] Always allow edits in the workspace" in terminal.text
+    terminal.type("1\n")
+    assert terminal.wait() == 0
+    assert (work / "notes.txt").read_text() == "remember\n"
+    assert "Written it down." in terminal.text
+    assert terminal.text.count("+ remember") == 1  # the question showed the diff; it is not repeated
+    assert "\x1b[" in terminal.raw.decode()  # a terminal gets colours
+
+
+def test_keys_typed_before_the_question_do_not_answer_it(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM, terminals: list[Terminal]
+) -> None:
+    fake_llm.script([WRITE, Reply("Left it.")])
+    terminal = Terminal([*AGENT, "run", "--cwd", str(work), "Note it"], agent_env(tmp_path, fake_llm))
+    terminals.append(terminal)
+    terminal.type("1\n")  # typed ahead, before any question exists
+    terminal.expect("Answer 1-4 (Enter: Reject):")
+    terminal.type("\n")
+    assert terminal.wait() == 0
+    assert not (work / "notes.txt").exists()
+    assert "Left it." in terminal.text
+    assert "The user rejected this call" in str(fake_llm.last_request["messages"][-1]["content"])
