@@ -59,7 +59,7 @@ class Answers:
         for line in content_lines(call.content or []):
             console.print(line)
         console.print(Text("  ".join(f"[{number}] {choice.label}" for number, choice in enumerate(choices, 1))))
-        _discard_typed_ahead(self.terminal_fd)
+        discard_typed_ahead(self.terminal_fd)
         while True:
             console.print(Text(f"Answer 1-{len(choices)} (Enter: Reject): ", style="bold"), end="")
             typed = await read_line(self.terminal_fd)
@@ -95,7 +95,7 @@ async def read_line(fd: int) -> str | None:
         return data.decode("utf-8", errors="replace") if data else None
 
 
-def _discard_typed_ahead(fd: int) -> None:
+def discard_typed_ahead(fd: int) -> None:
     with contextlib.suppress(ImportError, OSError):
         import termios
 

@@ -31,6 +31,7 @@ from coder_agent.errors import ResourceNotFound, RpcError
 from coder_agent.headless.answers import Answers
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
 from coder_agent.headless.options import RunOptions
+from coder_agent.headless.questions import TerminalQuestions
 from coder_agent.headless.render import TextOutput, stderr_console
 from coder_agent.permissions import ModeName
 from coder_agent.protocol.content import TextContent
@@ -90,14 +91,15 @@ def main(options: RunOptions, build: ManagerFactory) -> int:
 async def _run(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
     console = stderr_console()
     output = _output(options, Stdout(file), console)
-    answers = Answers(output, console if options.can_ask else None)
+    asker = console if options.can_ask else None
+    answers = Answers(output, asker)
     tally = Tally(options.cwd)
 
     async def sink(update: SessionUpdate) -> None:
         tally.see(update)
         await output.show(update)
 
-    bridge = LocalBridge(sink, answers)
+    bridge = LocalBridge(sink, answers, TerminalQuestions(output, asker))
     state = _State()
     async with anyio.create_task_group() as tasks:
         manager = build(tasks)

@@ -75,3 +75,40 @@ def test_keys_typed_before_the_question_do_not_answer_it(
     assert not (work / "notes.txt").exists()
     assert "Left it." in terminal.text
     assert "The user rejected this call" in str(fake_llm.last_request["messages"][-1]["content"])
+
+
+def test_the_model_asks_a_question_on_the_terminal_and_reads_the_answer(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM, terminals: list[Terminal]
+) -> None:
+    ask = Reply.tool("ask_user", {"question": "Which colour?", "options": ["red", "blue"], "free_text": True})
+    fake_llm.script([ask, Reply("Blue it is.")])
+    terminal = Terminal([*AGENT, "run", "--cwd", str(work), "Paint it"], agent_env(tmp_path, fake_llm))
+    terminals.append(terminal)
+    terminal.expect("Choose one (a number, Enter to skip):")
+    assert "? Which colour?" in terminal.text
+    assert "[1] red  [2] blue" in terminal.text
+    terminal.type("2\n")
+    terminal.expect("Or write your answer (text, Enter to skip):")
+    terminal.type("\n")
+    assert terminal.wait() == 0
+    assert "Blue it is." in terminal.text
+    assert "Chose: blue." in str(fake_llm.last_request["messages"][-1]["content"])
+
+
+def test_without_a_terminal_the_question_ends_the_run_as_the_agents_message(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    import subprocess
+
+    fake_llm.script([Reply.tool("ask_user", {"question": "Which colour?", "options": ["red", "blue"]})])
+    result = subprocess.run(
+        [*AGENT, "run", "--cwd", str(work), "Paint it"],
+        env=agent_env(tmp_path, fake_llm),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Which colour?" in result.stdout
+    assert len(fake_llm.requests) == 1, "the run ends with the question: the next prompt is the answer"
