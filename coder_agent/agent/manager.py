@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from coder_agent.agent import commands
+from coder_agent.agent import commands, context
 from coder_agent.agent.settings import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -95,8 +95,12 @@ class SessionManager:
         return session
 
     async def ready(self, session: Session) -> None:
-        """Once the client has the session's id: get ready for prompts, announce commands, report MCP failures."""
-        self.runner.warm()
+        """Once the client has the session's id: get ready for prompts, announce commands, report MCP failures.
+
+        Getting ready runs in the background: the model library for the session's model, and the system
+        prompt with its git context, so the first prompt finds them done."""
+        self.runner.warm(session)
+        self.tasks.start_soon(_prepare, session)
         hub = session.mcp_hub
         if hub is not None:
             session.mcp_prompts = await hub.list_prompts()
@@ -248,6 +252,13 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer]) -> None:
     statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
     for status in statuses:
         log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
+
+
+async def _prepare(session: Session) -> None:
+    try:
+        await context.prepare(session)
+    except Exception:  # the first turn builds it then, and reports what fails
+        log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 
 
 def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:

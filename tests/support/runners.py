@@ -16,7 +16,7 @@ class EchoTurnRunner:
     def check(self, config: Config) -> None:
         return None
 
-    def warm(self) -> None:
+    def warm(self, session: Session) -> None:
         return None
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
