@@ -179,6 +179,10 @@ class SessionManager:
     async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
 
+    async def prompt_answered(self, session: Session) -> None:
+        """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""
+        session.response_sent()
+
     async def set_option(self, session: Session, config_id: str, value: str) -> None:
         """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
         if not apply_option(session, config_id, value):

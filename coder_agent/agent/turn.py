@@ -111,7 +111,7 @@ class Turn:
         finally:
             self.repair_history()
             checkpoints.end_turn()
-            self.session.save_soon()  # not awaited: the answer does not wait on the disk (aclose flushes)
+            self.session.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
 
     async def loop(self, turn_start: int) -> StopReason:
         compacted_for_overflow = False
@@ -212,14 +212,23 @@ class Turn:
         return await context.current_system_message(self.session)
 
     async def account(self, turn: ModelTurn) -> None:
-        """Count the call's usage and cost, and tell the client: now, or when the provider's report arrives."""
+        """Count the call's usage and cost, and tell the client: now, or when the provider's report arrives.
+
+        A report still to come is read in the background: alongside the tools the model asked for, or,
+        after its last answer, once the prompt's response is written."""
         conversation = self.session.conversation
         conversation.calls += 1
         number = conversation.calls
-        if turn.settle is None:
+        settle = turn.settle
+        if settle is None:
             await self.report_usage(conversation, number, Spend(turn.usage, turn.cost))
+        elif turn.tool_calls:
+            self.session.tasks.start_soon(self._settle, settle, conversation, number)
         else:
-            self.session.tasks.start_soon(self._settle, turn.settle, conversation, number)
+            self.session.after_response(lambda: self._settle(settle, conversation, number))
+
+    async def _save(self) -> None:
+        self.session.save_soon()
 
     async def _settle(self, settle: Callable[[], Awaitable[Spend]], conversation: Conversation, number: int) -> None:
         try:

@@ -14,7 +14,7 @@ stored as the leading system message of the record's messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,6 +100,7 @@ class Session:
     """What to close with the session (MCP servers)."""
     notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
+    _after_response: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -118,8 +119,19 @@ class Session:
         """Wait until the session's state is saved."""
         await self.saver.flush()
 
+    def after_response(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `job` in the background once the prompt's response is written (a turn's bill, its last save)."""
+        self._after_response.append(job)
+
+    def response_sent(self) -> None:
+        """The prompt's response is out: start what waited for it."""
+        jobs, self._after_response = self._after_response, []
+        for job in jobs:
+            self.tasks.start_soon(job)
+
     async def run_turn(self, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
         """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
+        self.response_sent()  # anything a response that was never written left behind
         cancels_at_arrival = self._cancels
         async with self._turn_lock:
             if self._closed or self._cancels != cancels_at_arrival:
@@ -149,6 +161,7 @@ class Session:
         self.cancel()
         async with self._turn_lock:
             pass
+        self.response_sent()
         with anyio.move_on_after(CLOSE_SAVE_TIMEOUT):
             await self.flush()
         closers, self.closers = self.closers, []
