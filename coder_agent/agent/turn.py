@@ -107,11 +107,18 @@ class Turn:
         checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
         self.session.save_soon()
         try:
-            return await self.loop(turn_start)
-        finally:
-            self.repair_history()
-            checkpoints.end_turn()
-            self.session.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
+            stop_reason = await self.loop(turn_start)
+        except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
+            self.finish_turn()
+            self.session.save_soon()
+            raise
+        self.finish_turn()
+        self.session.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
+        return stop_reason
+
+    def finish_turn(self) -> None:
+        self.repair_history()
+        self.session.checkpoints.end_turn()
 
     async def loop(self, turn_start: int) -> StopReason:
         compacted_for_overflow = False
