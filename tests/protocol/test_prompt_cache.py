@@ -124,3 +124,33 @@ async def test_cached_input_is_shown_and_priced_at_the_cached_rate(tmp_path: Pat
     assert cached_call == pytest.approx(expected + 10 * price["output_cost_per_token"], rel=1e-3)
     assert cached_call < full, "cache reads are billed at the cached rate"
     assert "45% of the input tokens sent so far were read from the provider's cache" in client.agent_text(session)
+
+
+@pytest.mark.parametrize("thinking", [True, False])
+async def test_claude_tool_calls_and_signed_thinking_come_back_whole(
+    tmp_path: Path, fake_llm: FakeLLM, thinking: bool
+) -> None:
+    reasoning = "Look at it first." if thinking else ""
+    fake_llm.script(
+        [
+            Reply(reasoning=reasoning, tool_calls=[ToolCall("read_file", {"path": "a.txt"})], chunk_size=5),
+            Reply("It says hello."),
+        ]
+    )
+    anthropic = {"model": "anthropic/claude-sonnet-4-5", "api_base": f"http://127.0.0.1:{fake_llm.port}"}
+    async with tool_agent(tmp_path, fake_llm, **anthropic) as (client, editor, session, work):
+        (work / "a.txt").write_text("hello\n")
+        assert await client.prompt(session, "read a.txt") == "end_turn"
+    thoughts = "".join(u["content"]["text"] for u in client.session_updates(session, "agent_thought_chunk"))
+    assert thoughts == reasoning
+    assistant = fake_llm.last_request["messages"][-2]
+    assert assistant["role"] == "assistant"
+    first, call = assistant["content"][0], assistant["content"][-1]
+    if thinking:
+        assert first == {"type": "thinking", "thinking": reasoning, "signature": "sig-chatcmpl-fake-1"}
+    else:
+        assert len(assistant["content"]) == 1
+    assert call["type"] == "tool_use" and call["name"] == "read_file" and call["input"] == {"path": "a.txt"}
+    result = fake_llm.last_request["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == call["id"] and "hello" in str(result)
+    assert client.agent_text(session) == "It says hello."

@@ -2,7 +2,8 @@
 
 `tests.support.fake_llm.FakeLLM` serves ``POST /v1/messages`` with these events, from the same script entries
 as its OpenAI-compatible route, so litellm's ``anthropic/`` provider can be driven for real (pointed at the fake
-with ``api_base``). Text and tool calls are rendered; the usage follows Anthropic's split: ``input_tokens``
+with ``api_base``). Thinking (the reply's ``reasoning``, signed ``sig-<completion id>``), text and tool calls are
+rendered; the usage follows Anthropic's split: ``input_tokens``
 (not cached), ``cache_read_input_tokens`` (the reply's ``cached``) and ``cache_creation_input_tokens``
 (its ``cache_write``) in ``message_start``, ``output_tokens`` in ``message_delta``.
 """
@@ -48,6 +49,16 @@ def anthropic_events(rendered: _Rendered) -> list[bytes]:
     }
     events = [_event("message_start", {"message": message})]
     index = 0
+    if reply.reasoning:
+        block = {"type": "thinking", "thinking": ""}
+        events.append(_event("content_block_start", {"index": index, "content_block": block}))
+        for piece in _pieces(reply.reasoning, reply.chunk_size):
+            delta = {"type": "thinking_delta", "thinking": piece}
+            events.append(_event("content_block_delta", {"index": index, "delta": delta}))
+        signature = {"type": "signature_delta", "signature": f"sig-{rendered.completion_id}"}
+        events.append(_event("content_block_delta", {"index": index, "delta": signature}))
+        events.append(_event("content_block_stop", {"index": index}))
+        index += 1
     if reply.text:
         events.append(_event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}))
         for piece in _pieces(reply.text, reply.chunk_size):
