@@ -79,10 +79,10 @@ class Gathered:
                 if waiting.cancelled_caught:
                     raise StreamStalled
                 await self.add(chunk, sink)
+            turn = self.turn()
         except BaseException:
             await _close(response)
             raise
-        turn = self.turn()
         if ended:
             spend = self.spend()
             turn.usage, turn.cost = spend.usage, spend.cost
