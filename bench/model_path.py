@@ -34,6 +34,9 @@ Usage (from the repository root; Linux):
   uv run python bench/model_path.py --runs 3 --idle 2
   uv run python bench/model_path.py --json
   uv run python bench/model_path.py --agent .venv/bin/coder-agent   # --agent comes last
+  uv run python bench/model_path.py --agent env PYTHONPATH=<other checkout> .venv/bin/python -P -m coder_agent
+                                                    # another checkout of the agent, with this venv (-P: the
+                                                    # current folder does not shadow PYTHONPATH)
 
 Exit status: 0 when every prompt succeeded and every goal passed, 1 otherwise, 2 on usage errors.
 Stdlib only (with bench/acp_bench.py and the model server of bench/turn_overhead.py).
