@@ -88,7 +88,6 @@ class Turn:
         self.tools = tools
         self.streamed: list[str] = []  # text shown to the user during the model call in flight
         self.recent_calls: list[str] = []
-        self.unsaved_prompt = False
 
     @property
     def history(self) -> list[Message]:
@@ -105,7 +104,7 @@ class Turn:
         turn_start = len(self.history)
         self.history.append(user.message)
         self.session.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
-        self.unsaved_prompt = True  # saved once the model answers: the save does not hold up the request
+        self.session.save_soon()  # the prompt survives a kill while the model answers
         try:
             stop_reason = await self.loop(turn_start)
         except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
@@ -144,7 +143,6 @@ class Turn:
             compacted_for_overflow = False
             self.history.append(turn.message)
             await self.account(turn)
-            self.unsaved_prompt = False
             self.session.save_soon()
             if turn.finish_reason == "content_filter":
                 del self.history[turn_start:]
@@ -189,19 +187,11 @@ class Turn:
         return turn
 
     async def on_text(self, text: str) -> None:
-        self.save_prompt()
         self.streamed.append(text)
         await self.client.update(AgentMessageChunk(content=TextContent(text=text)))
 
     async def on_thought(self, text: str) -> None:
-        self.save_prompt()
         await self.client.update(AgentThoughtChunk(content=TextContent(text=text)))
-
-    def save_prompt(self) -> None:
-        """Save the turn's prompt once the model has started answering (its request is out by then)."""
-        if self.unsaved_prompt:
-            self.unsaved_prompt = False
-            self.session.save_soon()
 
     async def on_retry(self, note: str) -> None:
         await self.client.notice("warning", "The model call failed; retrying", note)
