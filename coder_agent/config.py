@@ -151,6 +151,11 @@ class Config(BaseModel):
     compact_threshold: float = Field(default=0.8, gt=0, le=1)
     """The fraction of the context window at which the conversation history is compacted."""
 
+    prompt_caching: bool = True
+    """Mark the stable start of each request (tools, system prompt, history) as cacheable for providers that cache
+    only where a request says so (Claude on Anthropic, Bedrock, Vertex). Others cache a repeated prefix by
+    themselves. Cached input is billed at a fraction of the input price."""
+
     models: list[str] = Field(default_factory=list)
     """Models offered in the editor's model picker, besides `model`."""
 

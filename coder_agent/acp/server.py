@@ -151,11 +151,11 @@ class AcpServer:
         await self.manager.delete(SessionRequest.model_validate(params).session_id)
         return {}
 
-    async def prompt(self, params: Any) -> dict[str, Any]:
+    async def prompt(self, params: Any) -> FollowedBy:
         request = PromptRequest.model_validate(params)
         session = self.manager.get(request.session_id)
         stop_reason = await self.manager.prompt(session, request.prompt)
-        return PromptResponse(stop_reason=stop_reason).wire()
+        return FollowedBy(PromptResponse(stop_reason=stop_reason).wire(), lambda: self.manager.prompt_answered(session))
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)

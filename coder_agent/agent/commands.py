@@ -124,8 +124,10 @@ def context_report(
     window: int,
     cost: float,
     model: str,
+    input_tokens: int = 0,
+    cached_tokens: int = 0,
 ) -> str:
-    """The `/context` table: rough token estimates by part, the last measured total, and the cost."""
+    """The `/context` table: rough token estimates by part, the last measured total, the prompt cache, the cost."""
 
     def tokens(chars: int) -> int:
         return max(0, round(chars / 4))
@@ -145,10 +147,17 @@ def context_report(
     table = "\n".join(f"| {label} | {count} | ~{estimate:,} |" for label, count, estimate in rows)
     percent = f" ({100 * used_tokens / window:.0f}%)" if window else ""
     measured = f"{used_tokens:,} of {window:,} tokens{percent}" if used_tokens else "not measured yet (no model call)"
+    if input_tokens:
+        cache = (
+            f"**Prompt cache:** {100 * cached_tokens / input_tokens:.0f}% of the input tokens sent so far were read "
+            f"from the provider's cache ({cached_tokens:,} of {input_tokens:,}).\n\n"
+        )
+    else:
+        cache = "**Prompt cache:** no model call measured yet.\n\n"
     return (
         f"**Context** — model `{model}`: {measured} after the last model call.\n\n"
         "| Part | Items | Tokens (estimate) |\n|---|---|---|\n"
-        f"{table}\n\n**Cost so far:** ${cost:.4f} (where the provider's prices are known).\n"
+        f"{table}\n\n{cache}**Cost so far:** ${cost:.4f} (where the provider's prices are known).\n"
     )
 
 
@@ -191,6 +200,8 @@ async def _context(ctx: CommandContext, arguments: str) -> StopReason:
             window=await ctx.context_window(),
             cost=session.conversation.cost,
             model=ctx.model_name,
+            input_tokens=session.conversation.input_tokens,
+            cached_tokens=session.conversation.cached_tokens,
         )
     )
     return "end_turn"

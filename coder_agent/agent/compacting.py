@@ -69,6 +69,8 @@ def _apply(session: Session, result: Compacted) -> None:
     conversation = session.conversation
     conversation.messages[:] = result.messages
     conversation.context_tokens = 0
+    conversation.calls += 1  # a usage report still on its way describes the context before the compaction
+    conversation.restart_prompt()
     if result.cost:
         conversation.cost += result.cost
 

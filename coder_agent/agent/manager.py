@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import secrets
-from coder_agent.agent import commands
+from coder_agent.agent import commands, context
 from coder_agent.agent.settings import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -96,8 +96,12 @@ class SessionManager:
         return session
 
     async def ready(self, session: Session) -> None:
-        """Once the client has the session's id: get ready for prompts, announce commands, report MCP failures."""
-        self.runner.warm()
+        """Once the client has the session's id: get ready for prompts, announce commands, report MCP failures.
+
+        Getting ready runs in the background: the model library for the session's model, and the system
+        prompt with its git context, so the first prompt finds them done."""
+        self.runner.warm(session)
+        self.tasks.start_soon(_prepare, session)
         hub = session.mcp_hub
         if hub is not None:
             session.mcp_prompts = await hub.list_prompts()
@@ -176,6 +180,10 @@ class SessionManager:
     async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
 
+    async def prompt_answered(self, session: Session) -> None:
+        """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""
+        session.response_sent()
+
     async def set_option(self, session: Session, config_id: str, value: str) -> None:
         """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
         if not apply_option(session, config_id, value):
@@ -253,6 +261,13 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
     statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
     for status in statuses:
         log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
+
+
+async def _prepare(session: Session) -> None:
+    try:
+        await context.prepare(session)
+    except Exception:  # the first turn builds it then, and reports what fails
+        log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 
 
 def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:

@@ -3,6 +3,10 @@
 It builds the turn's model from the session's config (credentials checked each time, so a key added
 to the environment or a `/model` switch takes effect at once), records the prompt in the replay log,
 titles a session after its first prompt, and hands the prompt to `commands` or to a `Turn`.
+
+With litellm (no `model_factory`), building the runner starts litellm's import in the background: the
+agent is built right after it spawns, so the import overlaps `initialize` and `session/new` instead of
+starting after them. `warm` then gets litellm ready for a session's model.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class AgentRunner:
     def __init__(self, source: ConfigSource, *, model_factory: ModelFactory | None = None) -> None:
         self.source = source
         self._model_factory = model_factory
+        if model_factory is None:
+            from coder_agent.model.litellm_loader import start_background_import
+
+            start_background_import()
 
     def check(self, config: Config) -> None:
         """AuthRequired or ConfigInvalid, naming the fix, unless a turn can run with this config."""
@@ -47,11 +55,11 @@ class AgentRunner:
             if problem is not None:
                 raise ConfigInvalid(problem, {"model": config.model})
 
-    def warm(self) -> None:
-        if self._model_factory is None:
-            from coder_agent.model.litellm_model import start_background_import
+    def warm(self, session: Session) -> None:
+        if self._model_factory is None and session.config.model:
+            from coder_agent.model.litellm_loader import warm
 
-            start_background_import()  # a prompt is coming: have the model library ready for it
+            warm(session.config.model)  # a prompt is coming: have the model library ready for it
 
     def make_model(self, settings: ModelSettings) -> Model:
         if self._model_factory is not None:

@@ -88,5 +88,6 @@ class ConfigSource:
             request_timeout=config.request_timeout,
             idle_timeout=config.idle_timeout,
             retries=config.retries,
+            prompt_caching=config.prompt_caching,
             extra_params=dict(config.extra_params),
         )

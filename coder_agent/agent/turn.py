@@ -1,10 +1,14 @@
 """`Turn`: one prompt's model ↔ tools loop.
 
-The prompt becomes a user message; the model streams its answer (text as `agent_message_chunk`,
-reasoning as `agent_thought_chunk`); tool calls go to the turn's `ToolSet` and their results back to
-the model; this repeats until the model stops asking for tools or a limit is hit. After every model call
-the client gets a `usage_update`. Near the context window, and when the provider says the request no
-longer fits, older turns are compacted into a summary.
+The prompt becomes a user message (after an environment update, when something changed: see
+`agent.context`); the model streams its answer (text as `agent_message_chunk`, reasoning as
+`agent_thought_chunk`); tool calls go to the turn's `ToolSet` and their results back to the model; this
+repeats until the model stops asking for tools or a limit is hit. Every request starts with the same
+bytes as the one before it: the conversation's fixed system prompt, the tools in a fixed order (built-ins,
+then MCP tools by name), the history. After every model call the client gets a `usage_update` (with the
+tokens read from the prompt cache in its `_meta`); it is sent when the provider's usage report arrives,
+in the background, so neither the prompt response nor the next tool call waits for it. Near the context
+window, and when the provider says the request no longer fits, older turns are compacted into a summary.
 
 The history stays valid whatever happens: a cancel or a failure mid-turn keeps the streamed text and
 answers every pending tool call, so the next prompt can carry on. `Turn` is also the `CommandContext`
@@ -14,12 +18,12 @@ slash commands run in.
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from coder_agent import prompts
-from coder_agent.agent import workspace
+from coder_agent.agent import context
 from coder_agent.agent.compacting import compact_session
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
@@ -31,6 +35,7 @@ from coder_agent.model.base import (
     ModelAuthError,
     ModelError,
     ModelTurn,
+    Spend,
     StreamCut,
     StreamSink,
     ToolCallRequest,
@@ -46,13 +51,17 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.session.history import answer_pending_calls
 from coder_agent.session.options import config_options
-from coder_agent.session.session import Session
+from coder_agent.session.session import Conversation, Session
 from coder_agent.tools.base import ToolResult, ToolSet, TurnCancelled
+
+log = logging.getLogger(__name__)
 
 DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
 
 TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
+USAGE_META = "coder-agent"
+"""The `_meta` key of `usage_update` carrying the last call's tokens (input, cached input, cache writes, output)."""
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
 WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to your question."
 
@@ -87,25 +96,33 @@ class Turn:
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
+        _, update = await context.begin_turn(self.session)
+        if update is not None:
+            self.history.append(update)
         turn_start = len(self.history)
         self.history.append(user.message)
-        checkpoints = self.session.checkpoints
-        checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
-        self.session.save_soon()
-        system = await self.system_message()
+        self.session.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
+        self.session.save_soon()  # the prompt survives a kill while the model answers
         try:
-            return await self.loop(system, turn_start)
-        finally:
-            self.repair_history()
-            checkpoints.end_turn()
-            self.session.save_soon()  # not awaited: the answer does not wait on the disk (aclose flushes)
+            stop_reason = await self.loop(turn_start)
+        except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
+            self.finish_turn()
+            self.session.save_soon()
+            raise
+        self.finish_turn()
+        self.session.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
+        return stop_reason
 
-    async def loop(self, system: Message, turn_start: int) -> StopReason:
+    def finish_turn(self) -> None:
+        self.repair_history()
+        self.session.checkpoints.end_turn()
+
+    async def loop(self, turn_start: int) -> StopReason:
         compacted_for_overflow = False
         for _ in range(self.config.max_turn_requests):
             await self.maybe_compact()
             try:
-                turn = await self.call_model(system)
+                turn = await self.call_model()
             except ContextWindowExceeded as exc:
                 if compacted_for_overflow or not await self.compact_now():
                     await self.say(f"\n\n**The conversation no longer fits the model's context window:** {exc}\n")
@@ -123,7 +140,7 @@ class Turn:
                 raise ModelUnavailable(f"The model call failed: {exc}") from None
             compacted_for_overflow = False
             self.history.append(turn.message)
-            await self.report_usage(turn)
+            await self.account(turn)
             self.session.save_soon()
             if turn.finish_reason == "content_filter":
                 del self.history[turn_start:]
@@ -166,10 +183,11 @@ class Turn:
 
     # ---- model --------------------------------------------------------------------------------
 
-    async def call_model(self, system: Message) -> ModelTurn:
+    async def call_model(self) -> ModelTurn:
         self.streamed.clear()
+        system = await context.current_system_message(self.session)
         sink = StreamSink(on_text=self.on_text, on_thought=self.on_thought, on_retry=self.on_retry)
-        turn = await self.model.stream([system, *self.history], self.tools.specs(), sink)
+        turn = await self.model.stream([system, *self.history], self.tool_specs(), sink)
         self.streamed.clear()
         return turn
 
@@ -188,6 +206,7 @@ class Turn:
         await self.client.update(AgentMessageChunk(content=TextContent(text=text)))
 
     def tool_specs(self) -> list[dict[str, Any]]:
+        """The tools in a fixed order (the registry's: the built-ins as listed, then MCP tools by name)."""
         return self.tools.specs()
 
     async def context_window(self) -> int:
@@ -198,17 +217,58 @@ class Turn:
         return self.model.name
 
     async def system_message(self) -> Message:
-        env = await workspace.describe(self.session.cwd, self.session.additional_directories)
-        return {"role": "system", "content": prompts.render("system.md", **env.template_values())}
+        return await context.current_system_message(self.session)
 
-    async def report_usage(self, turn: ModelTurn) -> None:
+    async def account(self, turn: ModelTurn) -> None:
+        """Count the call's usage and cost, and tell the client: now, or when the provider's report arrives.
+
+        A report still to come is read in the background: alongside the tools the model asked for, or,
+        after its last answer, once the prompt's response is written."""
         conversation = self.session.conversation
-        if turn.cost:
-            conversation.cost += turn.cost
-        conversation.context_tokens = turn.usage.total_tokens
-        cost = Cost(amount=round(conversation.cost, 6)) if conversation.cost else None
+        conversation.calls += 1
+        number = conversation.calls
+        settle = turn.settle
+        if settle is None:
+            await self.report_usage(conversation, number, Spend(turn.usage, turn.cost))
+        elif turn.tool_calls:
+            self.session.tasks.start_soon(self._settle, settle, conversation, number)
+        else:
+            self.session.after_response(lambda: self._settle(settle, conversation, number))
+
+    async def _save(self) -> None:
+        self.session.save_soon()
+
+    async def _settle(self, settle: Callable[[], Awaitable[Spend]], conversation: Conversation, number: int) -> None:
+        try:
+            spend = await settle()
+            await self.report_usage(conversation, number, spend)
+        except Exception:
+            log.warning("session %s: the usage of a model call could not be reported", self.session.id, exc_info=True)
+            return
+        self.session.save_soon()
+
+    async def report_usage(self, conversation: Conversation, number: int, spend: Spend) -> None:
+        """Add a call's spend to the session; the context size counts only from the latest call (`number`)."""
+        current = self.session.conversation
+        if spend.cost:
+            current.cost += spend.cost
+        if conversation is not current or number != current.calls:
+            return  # a later call, a compaction or a /clear came first: this size is out of date
+        usage = spend.usage
+        current.context_tokens = usage.total_tokens
+        current.input_tokens += usage.prompt_tokens
+        current.cached_tokens += usage.cached_tokens
+        cost = Cost(amount=round(current.cost, 6)) if current.cost else None
         size = await self.model.context_window()
-        await self.client.update(UsageUpdate(used=conversation.context_tokens, size=size, cost=cost))
+        tokens = {
+            "inputTokens": usage.prompt_tokens,
+            "cachedInputTokens": usage.cached_tokens,
+            "cacheWriteTokens": usage.cache_write_tokens,
+            "outputTokens": usage.completion_tokens,
+        }
+        update = UsageUpdate(used=current.context_tokens, size=size, cost=cost)
+        update.meta = {USAGE_META: tokens}
+        await self.client.update(update)
 
     # ---- compaction ---------------------------------------------------------------------------
 
@@ -230,6 +290,7 @@ class Turn:
         except RpcError as exc:
             return f"Cannot switch to `{name}`: {exc.message}\n"
         self.session.config = updated
+        self.session.conversation.restart_prompt()
         await self.client.update(ConfigOptionUpdate(config_options=config_options(self.session)))
         return f"Switched this session to `{name}`.\n"
 

@@ -1,13 +1,17 @@
 """What the system prompt says about where the agent works: cwd, OS, date, git state, AGENTS.md files.
 
-Git is read with gitpython in a worker thread, bounded in time, and only ever read: no index, branch or
-stash is touched.
+Git is read by running `git` (status with the branch, and the last commits: two processes at once,
+bounded in time), and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0` keeps
+`git status` from refreshing the index). This runs before every turn, so it is kept to one process's
+latency, and to none outside a repository (found on disk, as git finds it: the nearest `.git` above the
+folder). A repository git refuses to read, or no `git` at all, only leaves git out.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +65,7 @@ async def describe(cwd: Path, additional_directories: list[Path]) -> Environment
     git_root: Path | None = None
     git: GitInfo | None = None
     with anyio.move_on_after(GIT_TIMEOUT):
-        git_root, git = await anyio.to_thread.run_sync(_read_git, cwd, abandon_on_cancel=True)
+        git_root, git = await _read_git(cwd)
     return Environment(
         cwd=cwd,
         additional_directories=additional_directories,
@@ -72,31 +76,60 @@ async def describe(cwd: Path, additional_directories: list[Path]) -> Environment
     )
 
 
-def _read_git(cwd: Path) -> tuple[Path | None, GitInfo | None]:
-    try:
-        import git
+async def _read_git(cwd: Path) -> tuple[Path | None, GitInfo | None]:
+    """The repository root and its state, or (None, None) when `cwd` is not in a repository."""
+    root = _repository_root(cwd)
+    if root is None:
+        return None, None
+    out: dict[str, str | None] = {}
 
-        repo = git.Repo(cwd, search_parent_directories=True)
-    except Exception:
+    async def run(name: str, args: list[str]) -> None:
+        out[name] = await _git(cwd, args)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, "status", ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
+        group.start_soon(run, "log", ["log", f"-{RECENT_COMMITS}", "--format=%H%x00%s"])
+    status = out.get("status")
+    if status is None:
         return None, None
+    commits = [line.split("\0", 1) for line in (out.get("log") or "").splitlines() if "\0" in line]
+    first, _, rest = status.partition("\n")
+    branch = _branch(first, commits[0][0] if commits else "")
+    recent = [f"{sha[:8]} {summary}" for sha, summary in commits]
+    return root, GitInfo(branch=branch, status=_summarize_status(rest), recent_commits=recent)
+
+
+def _repository_root(cwd: Path) -> Path | None:
+    """The nearest folder at or above `cwd` with a `.git` entry (as git finds it); None outside repositories.
+
+    Looked up on disk, so a folder outside any repository costs no process at all."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+async def _git(cwd: Path, args: list[str]) -> str | None:
+    """`git args` in `cwd`: its output, or None when it fails (not a repository, no commits, no git)."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        root = Path(repo.working_tree_dir or cwd)
-        try:
-            branch = repo.active_branch.name
-        except TypeError:
-            branch = f"detached at {repo.head.commit.hexsha[:10]}"
-        except ValueError:
-            branch = "(no commits yet)"
-        porcelain = repo.git.status("--porcelain=v1", "--untracked-files=normal")
-        commits: list[str] = []
-        if repo.head.is_valid():
-            commits = [f"{c.hexsha[:8]} {c.summary!s}" for c in repo.iter_commits(max_count=RECENT_COMMITS)]
-        return root, GitInfo(branch=branch, status=_summarize_status(porcelain), recent_commits=commits)
-    except Exception as exc:
-        log.info("could not read git state: %s", exc)
-        return None, None
-    finally:
-        repo.close()
+        done = await anyio.run_process(["git", "-C", str(cwd), *args], check=False, env=env)
+    except OSError as exc:
+        log.info("could not run git: %s", exc)
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", errors="replace")
+
+
+def _branch(header: str, head_sha: str) -> str:
+    """The branch from `git status --branch`'s first line (`## main...origin/main [ahead 1]`)."""
+    name = header.removeprefix("## ").strip()
+    if name.startswith(("No commits yet on ", "Initial commit on ")):
+        return "(no commits yet)"
+    if name.startswith("HEAD (no branch)"):
+        return f"detached at {head_sha[:10]}"
+    return name.split("...", 1)[0].split(" ", 1)[0]
 
 
 def _summarize_status(porcelain: str) -> str:

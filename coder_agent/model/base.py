@@ -30,6 +30,8 @@ class ModelSettings:
     idle_timeout: float = 120.0
     retries: int = 5
     retry_base_delay: float = 1.0
+    prompt_caching: bool = True
+    """Mark the stable prefix with cache breakpoints where the provider needs them (Claude on Anthropic, Bedrock…)."""
     extra_params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -44,18 +46,37 @@ class ToolCallRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """The tokens of one call; `prompt_tokens` counts every input token, those served from the cache included."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Input tokens read from the provider's prompt cache (billed at its cheaper rate)."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the prompt cache (Anthropic and Bedrock bill these above the input rate)."""
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
 
+@dataclass(frozen=True)
+class Spend:
+    """What one call used and cost (`cost` None when the provider's prices are unknown)."""
+
+    usage: Usage
+    cost: float | None = None
+
+
 @dataclass
 class ModelTurn:
-    """One finished model call: the assistant message for the history, and what it cost."""
+    """One model call whose answer is complete: the assistant message for the history, and what it cost.
+
+    `settle`, when set, means the answer is complete but the provider's closing part (the usage report)
+    is still on its way: awaiting it gives the call's `Spend` and closes the response. The loop awaits it
+    in the background, so neither the prompt response nor the next tool call waits for the bill; until
+    then `usage` and `cost` are empty.
+    """
 
     message: Message
     text: str
@@ -63,6 +84,7 @@ class ModelTurn:
     finish_reason: FinishReason
     usage: Usage
     cost: float | None = None
+    settle: Callable[[], Awaitable[Spend]] | None = None
 
 
 @dataclass

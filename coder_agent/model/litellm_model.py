@@ -1,35 +1,36 @@
 """`LitellmModel`: one streamed chat completion through litellm, with our own retries and deadlines.
 
-This is the only module that imports litellm. The import (seconds, ~200 MB) runs in a daemon thread
-started right after the agent loads (`start_background_import`); only a prompt that arrives before it is
-done waits for it. litellm is told to keep off the network at import (`LITELLM_LOCAL_MODEL_COST_MAP`) and
-to print nothing (`suppress_debug_info`), and its own retries are off: ours honour Retry-After, back off
-with jitter, and never repeat text the user has already seen (a stream cut after text was shown ends the
-call with `StreamCut`, keeping the partial answer). Every call has a total deadline and an idle-stream
-timeout, so nothing hangs. litellm's exceptions are translated here and nowhere else.
+litellm is loaded in the background by `model.litellm_loader` and a stream is read by
+`model.litellm_stream`; this module makes the call and decides what a failure means. litellm's own
+retries are off: ours honour Retry-After, back off with jitter, and never repeat text the user has
+already seen (a stream cut after text was shown ends the call with `StreamCut`, keeping the partial
+answer). Every call has a total deadline and an idle-stream timeout, so nothing hangs. litellm's
+exceptions are translated here and nowhere else.
+
+For Claude on Anthropic, Bedrock, Vertex and Azure, calls carry litellm's `cache_control_injection_points`
+(unless `prompt_caching` is off): a cache breakpoint on the system prompt (which caches the tools and the
+system prompt: they come first in the request) and one on the last message (which caches the history
+for the next call). litellm writes them in each provider's own form; other providers cache a repeated
+prefix by themselves.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
-import os
 import random
 import re
 import socket
-import threading
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any
 
 import anyio
 
+from coder_agent.model import providers
 from coder_agent.model.base import (
     ContextWindowExceeded,
-    FinishReason,
     Message,
     ModelAuthError,
     ModelError,
@@ -37,63 +38,19 @@ from coder_agent.model.base import (
     ModelTurn,
     StreamCut,
     StreamSink,
-    ToolCallRequest,
-    Usage,
 )
+from coder_agent.model.litellm_loader import load_litellm, model_info, start_background_import, wait_for_import
+from coder_agent.model.litellm_stream import Gathered, StreamStalled, partial_turn
+
+__all__ = ["LitellmModel", "start_background_import", "wait_for_import"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 32_768
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 30.0
-
-_UNPRICED: set[str] = set()
-_import_started = threading.Lock()
-_import_done = threading.Event()
-_litellm: ModuleType | None = None
-_import_error: BaseException | None = None
-
-
-def _import_litellm() -> None:
-    global _litellm, _import_error
-    try:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True
-        litellm.drop_params = True
-        litellm.telemetry = False
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        _litellm = litellm
-        log.info("litellm %s loaded", getattr(litellm, "__version__", "?"))
-    except BaseException as exc:  # reported to the first prompt that needs the model
-        _import_error = exc
-        log.exception("litellm failed to import")
-    finally:
-        _import_done.set()
-
-
-def start_background_import() -> None:
-    """Begin importing litellm in a daemon thread (once); returns at once."""
-    if _import_started.acquire(blocking=False):
-        threading.Thread(target=_import_litellm, name="litellm-import", daemon=True).start()
-
-
-def wait_for_import(timeout: float) -> bool:
-    """Block until litellm has loaded (starting the import if needed); False if it is still loading."""
-    start_background_import()
-    return _import_done.wait(timeout)
-
-
-async def load_litellm() -> ModuleType:
-    """The litellm module, waiting for the background import if it is still running."""
-    start_background_import()
-    if not _import_done.is_set():
-        await anyio.to_thread.run_sync(_import_done.wait, abandon_on_cancel=True)
-    if _litellm is None:
-        raise ModelError(f"The model library (litellm) failed to load: {_import_error}")
-    return _litellm
+CACHE_BREAKPOINTS = ({"location": "message", "role": "system"}, {"location": "message", "index": -1})
+"""litellm's `cache_control_injection_points`: the system prompt (and the tools before it), and the last message."""
 
 
 class _Retryable(Exception):
@@ -104,14 +61,6 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-@dataclass
-class _Progress:
-    """What one attempt has streamed so far."""
-
-    text: list[str] = field(default_factory=list)
-    shown: bool = False
-
-
 class LitellmModel:
     """A `Model` backed by litellm."""
 
@@ -120,11 +69,13 @@ class LitellmModel:
         self.name = settings.model
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
-        """Stream one completion to `sink`; retry transient failures; raise a ModelError when giving up."""
+        """Stream one completion to `sink`; retry transient failures; raise a ModelError when giving up.
+
+        The turn comes back as soon as the answer is complete; its `settle` brings the usage and cost."""
         litellm = await load_litellm()
         attempt = 0
         while True:
-            progress = _Progress()
+            progress = Gathered(litellm, self.settings.model, messages)
             try:
                 with anyio.fail_after(self.settings.request_timeout):
                     return await self._attempt(litellm, messages, tools, sink, progress)
@@ -135,7 +86,7 @@ class LitellmModel:
             except Exception as exc:
                 failure = _translate(litellm, exc, self.settings)
             if progress.shown:
-                partial = _partial_turn("".join(progress.text))
+                partial = partial_turn("".join(progress.text))
                 raise StreamCut(f"The model's answer was cut off: {failure}", partial) from failure
             if not isinstance(failure, _Retryable):
                 raise failure
@@ -176,6 +127,8 @@ class LitellmModel:
             "reasoning_effort": s.reasoning_effort,
         }
         params.update({key: value for key, value in optional.items() if value is not None})
+        if s.prompt_caching and providers.takes_cache_breakpoints(s.model):
+            params.setdefault("cache_control_injection_points", [dict(point) for point in CACHE_BREAKPOINTS])
         return params
 
     async def _attempt(
@@ -184,38 +137,20 @@ class LitellmModel:
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         sink: StreamSink,
-        progress: _Progress,
+        progress: Gathered,
     ) -> ModelTurn:
         idle = self.settings.idle_timeout
         with anyio.move_on_after(idle) as waiting:
             response = await litellm.acompletion(**self._params(messages, tools))
         if waiting.cancelled_caught:
             raise _Retryable(f"The model did not start answering within {idle:g} s")
-        chunks: list[Any] = []
-        iterator = response.__aiter__()
-        while True:
-            with anyio.move_on_after(idle) as waiting:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-            if waiting.cancelled_caught:
-                raise _Retryable(f"The model's stream went silent for {idle:g} s")
-            chunks.append(chunk)
-            if not chunk.choices:
-                continue
-            delta = chunk.choices[0].delta
-            thought = getattr(delta, "reasoning_content", None)
-            if thought:
-                progress.shown = True
-                await sink.on_thought(thought)
-            if delta.content:
-                progress.shown = True
-                progress.text.append(delta.content)
-                await sink.on_text(delta.content)
-        if not chunks:
+        try:
+            turn = await progress.read(response, sink, idle)
+        except StreamStalled:
+            raise _Retryable(f"The model's stream went silent for {idle:g} s") from None
+        if not progress.chunks:
             raise _Retryable("The model returned an empty response")
-        return _assemble(litellm, chunks, messages, self.settings.model)
+        return turn
 
     async def complete(self, messages: Sequence[Message]) -> str:
         """A whole answer without tools or streaming to the user (summaries, titles)."""
@@ -224,94 +159,21 @@ class LitellmModel:
             return None
 
         turn = await self.stream(messages, (), StreamSink(on_text=ignore, on_thought=ignore))
+        if turn.settle is not None:
+            await turn.settle()
         return turn.text
 
     async def context_window(self) -> int:
         """The model's input window: the config override, litellm's model map, or a conservative default."""
         if self.settings.context_window:
             return self.settings.context_window
-        litellm = await load_litellm()
-        try:
-            info = litellm.get_model_info(self.settings.model)
-        except Exception:
-            return DEFAULT_CONTEXT_WINDOW
+        info = model_info(await load_litellm(), self.settings.model) or {}
         return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
 
     async def accepts_images(self) -> bool | None:
         """True or False when litellm knows the model; None when it does not (then the provider decides)."""
-        litellm = await load_litellm()
-        try:
-            litellm.get_model_info(self.settings.model)
-        except Exception:
-            return None
-        return bool(litellm.supports_vision(self.settings.model))
-
-
-def _assemble(litellm: ModuleType, chunks: list[Any], messages: Sequence[Message], model: str) -> ModelTurn:
-    built = litellm.stream_chunk_builder(chunks, messages=list(messages))
-    choice = built.choices[0]
-    message = choice.message
-    text = message.content or ""
-    calls = [
-        ToolCallRequest(
-            id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-            name=call.function.name or "",
-            arguments=call.function.arguments or "{}",
-        )
-        for call in (message.tool_calls or [])
-    ]
-    history: Message = {"role": "assistant", "content": text or (None if calls else "")}
-    if calls:
-        history["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
-        ]
-    thinking = getattr(message, "thinking_blocks", None)
-    if thinking:
-        history["thinking_blocks"] = thinking
-    usage = _usage(getattr(built, "usage", None))
-    cost = (getattr(chunks[-1], "_hidden_params", None) or {}).get("response_cost")
-    if cost is None and model not in _UNPRICED:
-        try:
-            cost = litellm.completion_cost(completion_response=built, model=model)
-        except Exception:
-            _UNPRICED.add(model)  # litellm has no price for it: do not ask again on every call
-            cost = None
-    return ModelTurn(
-        message=history,
-        text=text,
-        tool_calls=calls,
-        finish_reason=_finish_reason(choice.finish_reason, bool(calls)),
-        usage=usage,
-        cost=float(cost) if cost else None,
-    )
-
-
-def _usage(raw: Any) -> Usage:
-    if raw is None:
-        return Usage()
-    details = getattr(raw, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return Usage(
-        prompt_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
-        cached_tokens=int(cached or 0),
-    )
-
-
-def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
-    if has_calls:
-        return "tool_calls"
-    if raw == "length":
-        return "length"
-    if raw == "content_filter":
-        return "content_filter"
-    return "stop"
-
-
-def _partial_turn(text: str) -> ModelTurn:
-    return ModelTurn(
-        message={"role": "assistant", "content": text}, text=text, tool_calls=[], finish_reason="stop", usage=Usage()
-    )
+        info = model_info(await load_litellm(), self.settings.model)
+        return None if info is None else bool(info.get("supports_vision"))
 
 
 def _retry_after(exc: Exception) -> float | None:

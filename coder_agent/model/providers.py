@@ -1,8 +1,9 @@
-"""Which environment variable a provider's key usually lives in, decided without importing litellm.
+"""What the agent knows about providers from a model string alone, without importing litellm.
 
-Used to answer `session/new` and `authenticate` at once with a precise "set this variable" message.
-Providers not listed (cloud SDK auth such as bedrock or vertex_ai) are not checked here: litellm reports
-their problems on the first call, in the provider's words.
+Which environment variable a provider's key usually lives in: used to answer `session/new` and
+`authenticate` at once with a precise "set this variable" message. Providers not listed (cloud SDK auth
+such as bedrock or vertex_ai) are not checked here: litellm reports their problems on the first call, in
+the provider's words. And which models cache a prompt prefix only where the request marks it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def provider_of(model: str) -> str:
     if model.startswith("gemini"):
         return "gemini"
     return ""
+
+
+EXPLICIT_CACHE_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta", "azure_ai"})
+"""Providers whose Claude models cache a prompt prefix only up to a marked breakpoint (`cache_control`).
+
+OpenAI, DeepSeek, xAI and Gemini cache a repeated prefix by themselves; litellm would pass a marker on to
+an OpenAI-compatible server as an unknown field, so only these get one."""
+
+
+def takes_cache_breakpoints(model: str) -> bool:
+    """Whether calls to `model` should carry prompt-cache breakpoints: Claude on Anthropic, Bedrock, Vertex, Azure."""
+    provider = provider_of(model)
+    return provider == "anthropic" or (provider in EXPLICIT_CACHE_PROVIDERS and "claude" in model.lower())
 
 
 def key_variables(model: str) -> tuple[str, ...]:

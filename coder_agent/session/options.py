@@ -77,6 +77,7 @@ def apply_option(session: Session, config_id: str, value: str) -> bool:
         session.permissions.mode = value
     elif config_id == "model":
         session.config = session.config.model_copy(update={"model": value})
+        session.conversation.restart_prompt()  # a new model starts its own prompt cache: a fresh prompt costs nothing
     elif config_id == "reasoning_effort":
         effort = None if value == DEFAULT_EFFORT else value
         session.config = session.config.model_copy(update={"reasoning_effort": effort})

@@ -25,8 +25,8 @@ class TurnRunner(Protocol):
         """Raise an RpcError (AuthRequired, naming what to set) if turns cannot run with this config."""
         ...
 
-    def warm(self) -> None:
-        """A session opened and a prompt is coming: start getting ready for it (returns at once)."""
+    def warm(self, session: Session) -> None:
+        """`session` opened and a prompt is coming: start getting ready for it (returns at once)."""
         ...
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:

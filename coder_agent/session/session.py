@@ -7,13 +7,14 @@ every prompt queued before it; each of those prompts answers `cancelled`, exactl
 
 A session is built whole by `agent.manager.SessionManager` (config, policy, checkpoints, client); it also
 knows how to become a `SessionRecord` and to take one back, and it saves itself in the background
-(`session.saver`) whenever a step asks it to.
+(`session.saver`) whenever a step asks it to. The conversation's system prompt, fixed once built, is
+stored as the leading system message of the record's messages.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,15 +42,33 @@ log = logging.getLogger(__name__)
 CLOSE_SAVE_TIMEOUT = 5.0
 
 
+SYSTEM_ROLE = "system"
+ENVIRONMENT_KEY = "environment"
+
+
 @dataclass
 class Conversation:
-    """What the model has been told and answered so far (OpenAI-style messages, no system prompt)."""
+    """What the model has been told and answered so far (OpenAI-style messages, and the system prompt apart)."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     cost: float = 0.0
     """Money spent on this session's model calls, in USD, where the price is known."""
     context_tokens: int = 0
     """Tokens in the context after the last model call."""
+    system: str | None = None
+    """The system prompt, fixed for the conversation (None until its first turn builds it)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """The facts about the environment the model was last told (date, git state, AGENTS.md files, mode)."""
+    calls: int = 0
+    """Model calls counted so far (not stored): a usage report counts for the context only if it is the latest."""
+    input_tokens: int = 0
+    """Input tokens of the calls since the session opened (not stored), and those read from the prompt cache."""
+    cached_tokens: int = 0
+
+    def restart_prompt(self) -> None:
+        """Have the next turn build the system prompt anew (after /compact or a model switch)."""
+        self.system = None
+        self.environment = {}
 
 
 @dataclass(eq=False)
@@ -86,6 +105,7 @@ class Session:
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     side_requests: set[anyio.CancelScope] = field(default_factory=set)
     """What MCP servers are asking of the user or the model right now; `cancel` cancels them with the turn."""
+    _after_response: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -104,8 +124,19 @@ class Session:
         """Wait until the session's state is saved."""
         await self.saver.flush()
 
+    def after_response(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `job` in the background once the prompt's response is written (a turn's bill, its last save)."""
+        self._after_response.append(job)
+
+    def response_sent(self) -> None:
+        """The prompt's response is out: start what waited for it."""
+        jobs, self._after_response = self._after_response, []
+        for job in jobs:
+            self.tasks.start_soon(job)
+
     async def run_turn(self, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
         """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
+        self.response_sent()  # anything a response that was never written left behind
         cancels_at_arrival = self._cancels
         async with self._turn_lock:
             if self._closed or self._cancels != cancels_at_arrival:
@@ -137,6 +168,7 @@ class Session:
         self.cancel()
         async with self._turn_lock:
             pass
+        self.response_sent()
         with anyio.move_on_after(CLOSE_SAVE_TIMEOUT):
             await self.flush()
         closers, self.closers = self.closers, []
@@ -161,7 +193,7 @@ class Session:
             mode=policy.mode,
             model=self.config.model,
             reasoning_effort=self.config.reasoning_effort,
-            messages=secrets.redact_data(list(self.conversation.messages)),
+            messages=secrets.redact_data(self.conversation_record()),
             events=secrets.redact_data([dict(e) for e in self.events]),
             cost=self.conversation.cost,
             context_tokens=self.conversation.context_tokens,
@@ -170,15 +202,30 @@ class Session:
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
         )
 
+    def conversation_record(self) -> list[dict[str, Any]]:
+        """The stored messages: the system prompt first (with what the model knows of the environment), if built."""
+        conversation = self.conversation
+        if conversation.system is None:
+            return list(conversation.messages)
+        system = {"role": SYSTEM_ROLE, "content": conversation.system, ENVIRONMENT_KEY: dict(conversation.environment)}
+        return [system, *conversation.messages]
+
     def restore(self, record: SessionRecord) -> None:
         """Take back a stored conversation and its settings (into a freshly opened session).
 
         A session saved mid-call (its agent was killed) comes back valid: the interrupted calls get a
-        result saying so, and are replayed as failed.
+        result saying so, and are replayed as failed. The system prompt comes back as it was stored (the
+        leading system message), so the reopened conversation starts with the same bytes as before.
         """
         self.title = record.title
         self.created_at = record.created_at
-        self.conversation = Conversation(list(record.messages), record.cost, record.context_tokens)
+        messages = list(record.messages)
+        self.conversation = Conversation(messages, record.cost, record.context_tokens)
+        if messages and messages[0].get("role") == SYSTEM_ROLE:
+            stored = messages.pop(0)
+            environment = stored.get(ENVIRONMENT_KEY)
+            self.conversation.system = str(stored.get("content") or "") or None
+            self.conversation.environment = {str(k): str(v) for k, v in (environment or {}).items()}
         self.events = list(record.events)
         if answer_pending_calls(self.conversation.messages, INTERRUPTED_RESULT) + fail_open_calls(self.events):
             log.info("session %s: repaired tool calls interrupted when it was last saved", self.id)

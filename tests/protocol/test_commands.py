@@ -26,10 +26,12 @@ async def test_context_and_clear(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Reply("first answer", usage=(1500, 20)), Reply("after clear")])
     async with tool_agent(tmp_path, fake_llm, context_window=100_000) as (client, editor, session, work):
         await client.prompt(session, "hello")
+        await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))  # sent after the answer
         assert await client.prompt(session, "/context") == "end_turn"
         report = client.agent_text(session)
         assert "1,520 of 100,000 tokens" in report
         assert "System prompt" in report and "Tool definitions" in report and "Cost so far" in report
+        assert "Prompt cache:** 0% of the input tokens" in report
         await client.prompt(session, "/clear")
         assert "fresh context" in client.agent_text(session)
         await client.prompt(session, "next")

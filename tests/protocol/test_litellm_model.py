@@ -3,7 +3,9 @@ retries, cut and silent streams, and how provider errors reach the loop. The loo
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
     fake_llm.add(Reply("Hello from the model.", reasoning="Thinking it over.", chunk_size=4, usage=(120, 7)))
     async with llm_agent(tmp_path, fake_llm) as (client, session):
         assert await client.prompt(session, "Say hello") == "end_turn"
+        await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))
     chunks = client.session_updates(session, "agent_message_chunk")
     assert len(chunks) > 1, "text arrives as it streams, in several chunks"
     assert client.agent_text(session) == "Hello from the model."
@@ -27,6 +30,12 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
     usage = client.session_updates(session, "usage_update")[-1]
     assert usage["used"] == 127
     assert usage["size"] > 0
+    assert usage["_meta"]["coder-agent"] == {
+        "inputTokens": 120,
+        "cachedInputTokens": 0,
+        "cacheWriteTokens": 0,
+        "outputTokens": 7,
+    }
     request = fake_llm.last_request
     assert request["stream"] is True
     assert request["stream_options"] == {"include_usage": True}
@@ -34,7 +43,26 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
     assert system["role"] == "system"
     assert str(tmp_path / "work") in system["content"]
     assert user == {"role": "user", "content": "Say hello"}
+    assert "cache_control" not in json.dumps(request), "OpenAI-compatible servers cache without markers"
     assert fake_llm.recorded[-1].bearer == "sk-test"
+
+
+async def test_the_prompt_response_does_not_wait_for_the_usage_report(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    gate = threading.Event()
+    # chunks: role, "Done.", finish_reason, then the usage chunk (number 3), held until the gate opens
+    fake_llm.add(Reply("Done.", usage=(50, 2), gate=gate, stall_after=3))
+    async with llm_agent(tmp_path, fake_llm) as (client, session):
+        try:
+            assert await client.prompt(session, "go") == "end_turn"
+            assert client.agent_text(session) == "Done."
+            assert not client.session_updates(session, "usage_update"), "the usage report has not been sent yet"
+        finally:
+            gate.set()
+        await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))
+        assert client.session_updates(session, "usage_update")[-1]["used"] == 52
+        fake_llm.add(Reply("Again."))
+        assert await client.prompt(session, "again") == "end_turn"
+    assert fake_llm.last_request["messages"][-2] == {"role": "assistant", "content": "Done."}
 
 
 @pytest.mark.parametrize("notices", [True, False])

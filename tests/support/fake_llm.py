@@ -19,7 +19,11 @@ server running in a background thread, and:
   per-chunk delay; pauses end at once when the server shuts down or the client goes away;
 * records every request (:attr:`FakeLLM.requests`, :attr:`FakeLLM.recorded`, :attr:`FakeLLM.last_request`), with
   its :class:`Timing` (``time.perf_counter()`` when its body had arrived, when the response started and when its last
-  byte was written), so a benchmark can put the server's times next to its client's.
+  byte was written), so a benchmark can put the server's times next to its client's;
+* reports prompt-cache usage (``Reply(cached=..., cache_write=...)``: OpenAI's
+  ``usage.prompt_tokens_details.cached_tokens``), holds a reply at a chunk until a test opens a gate
+  (``Reply(gate=threading.Event(), stall_after=N)``), and also speaks Anthropic's streaming Messages API on
+  ``POST /v1/messages`` (the same script entries, rendered by :mod:`tests.support.fake_anthropic`).
 
 Usage::
 
@@ -58,6 +62,8 @@ from typing import Any, Literal, TypeAlias
 import pytest
 import uvicorn
 
+from tests.support.fake_anthropic import anthropic_events
+
 __all__ = [
     "DEFAULT_TEXT",
     "ErrorReply",
@@ -83,6 +89,7 @@ _Send: TypeAlias = Callable[[_Message], Awaitable[None]]
 _Headers: TypeAlias = list[tuple[bytes, bytes]]
 
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_MESSAGES_PATHS = frozenset({"/v1/messages", "/messages"})
 _ERROR_TYPES: Mapping[int, str] = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -122,11 +129,13 @@ class Reply:
 
     Content: ``text`` (positional), ``reasoning`` (``reasoning_content``), ``tool_calls``; ``finish_reason``
     defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``; ``usage`` is
-    ``(prompt_tokens, completion_tokens)`` and defaults to a rough estimate (characters / 4).
+    ``(prompt_tokens, completion_tokens)`` and defaults to a rough estimate (characters / 4); ``cached`` and
+    ``cache_write`` of those prompt tokens were read from / written to the provider's prompt cache.
     Streaming shape: ``chunk_size`` characters per text/reasoning delta and per tool-argument fragment.
     Delivery (usually set through :class:`Fault`): ``chunk_delay`` seconds before every chunk after the first;
     ``stall`` seconds of silence, before the response headers (``stall_after=None``) or after ``stall_after``
-    chunks; ``cut_after``: close the connection after that many chunks, without ``[DONE]``. A non-streaming
+    chunks; ``gate``: like a stall after ``stall_after`` chunks, but until the test sets the event (streams
+    only); ``cut_after``: close the connection after that many chunks, without ``[DONE]``. A non-streaming
     reply stalls before its response, ignores ``chunk_delay`` and, when cut, is cut halfway through its body.
     A pause interrupted by server shutdown or by the client going away drops the response (if the headers were
     not sent yet, uvicorn answers 500). ``model`` defaults to the requested model.
@@ -138,12 +147,15 @@ class Reply:
     tool_calls: Sequence[ToolCall] = ()
     finish_reason: FinishReason | None = None
     usage: tuple[int, int] | None = None
+    cached: int = 0
+    cache_write: int = 0
     chunk_size: int = 8
     chunk_delay: float = 0.0
     stall: float = 0.0
     stall_after: int | None = None
     cut_after: int | None = None
     model: str | None = None
+    gate: threading.Event | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -285,7 +297,7 @@ class _Rendered:
     model: str
     created: int
     call_ids: list[str]
-    usage: dict[str, int]
+    usage: dict[str, Any]
 
     def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         return {
@@ -354,8 +366,16 @@ def _render(reply: Reply, body: Mapping[str, Any], number: int) -> _Rendered:
         model=reply.model or str(body.get("model") or "fake-model"),
         created=int(time.time()),
         call_ids=[call.id or f"call_{number}_{i}" for i, call in enumerate(reply.tool_calls)],
-        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        usage=_usage(prompt, completion, reply.cached),
     )
+
+
+def _usage(prompt: int, completion: int, cached: int) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+    usage["total_tokens"] = prompt + completion
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -539,7 +559,8 @@ class FakeLLM:
             raw += message.get("body", b"")
             if not message.get("more_body", False):
                 break
-        if scope["method"] != "POST" or scope["path"].rstrip("/") not in _CHAT_PATHS:
+        path = scope["path"].rstrip("/")
+        if scope["method"] != "POST" or path not in _CHAT_PATHS | _MESSAGES_PATHS:
             error = Fault.status(404, message=f"fake llm: no route {scope['method']} {scope['path']}")
             await self._send_error(send, error)
             return
@@ -575,8 +596,14 @@ class FakeLLM:
         watcher = asyncio.create_task(self._watch_disconnect(receive, disconnected))
         try:
             rendered = _render(entry, body, next(self._numbers))
-            if body.get("stream"):
-                await self._stream(send, rendered, body, disconnected)
+            if path in _MESSAGES_PATHS:
+                # litellm's Anthropic client keeps a pooled connection open past the end of the test's event loop
+                await self._stream(send, rendered, anthropic_events(rendered), b"", disconnected, close=True)
+            elif body.get("stream"):
+                options = body.get("stream_options")
+                chunks = rendered.chunks(include_usage=isinstance(options, dict) and bool(options.get("include_usage")))
+                events = [b"data: " + _json_bytes(chunk) + b"\n\n" for chunk in chunks]
+                await self._stream(send, rendered, events, b"data: [DONE]\n\n", disconnected)
             else:
                 await self._complete(send, rendered, disconnected)
         finally:
@@ -642,29 +669,43 @@ class FakeLLM:
             raise _Abort
         await self._body(send, payload, more=False)
 
+    async def _hold(self, gate: threading.Event, disconnected: asyncio.Event) -> None:
+        """Wait until the test sets ``gate``; raise ``_Abort`` if the server closes or the client goes away first."""
+        while not gate.is_set():
+            await self._pause(0.005, disconnected)
+
     async def _stream(
-        self, send: _Send, rendered: _Rendered, body: Mapping[str, Any], disconnected: asyncio.Event
+        self,
+        send: _Send,
+        rendered: _Rendered,
+        chunks: Sequence[bytes],
+        done: bytes,
+        disconnected: asyncio.Event,
+        *,
+        close: bool = False,
     ) -> None:
         reply = rendered.reply
-        options = body.get("stream_options")
-        chunks = rendered.chunks(include_usage=isinstance(options, dict) and bool(options.get("include_usage")))
         if reply.stall and reply.stall_after is None:
             await self._pause(reply.stall, disconnected)
         headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]
+        if close:
+            headers.append((b"connection", b"close"))
         await self._start(send, 200, headers)
         for sent, chunk in enumerate(chunks):
             if sent == reply.cut_after:
                 raise _Abort
+            if reply.gate is not None and sent == reply.stall_after:
+                await self._hold(reply.gate, disconnected)
             if reply.stall and sent == reply.stall_after:
                 await self._pause(reply.stall, disconnected)
             elif sent and reply.chunk_delay:
                 await self._pause(reply.chunk_delay, disconnected)
-            await self._body(send, b"data: " + _json_bytes(chunk) + b"\n\n", more=True)
+            await self._body(send, chunk, more=True)
         if reply.cut_after is not None:  # more chunks asked for than the reply has: still no [DONE]
             raise _Abort
         if reply.stall and reply.stall_after is not None and reply.stall_after >= len(chunks):
             await self._pause(reply.stall, disconnected)
-        await self._body(send, b"data: [DONE]\n\n", more=False)
+        await self._body(send, done, more=False)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ class EchoTurnRunner:
     def check(self, config: Config) -> None:
         return None
 
-    def warm(self) -> None:
+    def warm(self, session: Session) -> None:
         return None
 
     def sampling_model(self, session: Session, max_tokens: int) -> Model | None:

@@ -1,0 +1,102 @@
+"""What the model is told about where it works: a system prompt fixed per conversation, and short updates.
+
+The system prompt (`prompts/system.md`: how to work, and the environment as it was when the conversation
+began — folder, OS, date, permission mode, git state, AGENTS.md files) is built once per conversation and
+stored with the session, so every request of a session starts with the same bytes and a provider's
+prompt cache can serve them. It is rebuilt only when the conversation restarts: `/clear`, `/compact` (or
+an automatic compaction) and a model switch.
+
+What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode —
+reaches the model as a short user message (`prompts/environment_update.md`) placed before the user's next
+prompt, and only when one of those facts changed since the model was last told. The conversation keeps
+the facts as last told (`Conversation.environment`) to tell the difference.
+"""
+
+from __future__ import annotations
+
+from coder_agent import prompts
+from coder_agent.agent import workspace
+from coder_agent.model.base import Message
+from coder_agent.permissions import MODES, is_mode
+from coder_agent.session.session import Conversation, Session
+
+DATE = "Today's date"
+MODE = "Permission mode"
+GIT_BRANCH = "Git branch"
+GIT_STATUS = "Git status"
+GIT_COMMITS = "Recent commits"
+INSTRUCTIONS = "Project instructions from "
+
+
+def facts(env: workspace.Environment, mode: str) -> dict[str, str]:
+    """The facts of the environment that may change during a conversation, by the label the model reads."""
+    found = {DATE: env.date, MODE: mode_text(mode)}
+    if env.git is not None:
+        found[GIT_BRANCH] = env.git.branch
+        found[GIT_STATUS] = env.git.status
+        if env.git.recent_commits:
+            found[GIT_COMMITS] = "\n".join(env.git.recent_commits)
+    for doc in env.agents_files:
+        found[INSTRUCTIONS + doc.path] = doc.text
+    return found
+
+
+def mode_text(mode: str) -> str:
+    if not is_mode(mode):
+        return mode
+    described = MODES[mode]
+    return f"{described.name} ({described.description})"
+
+
+def changes(told: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None]]:
+    """What differs from what the model was told: (label, new value), or (label, None) for a fact gone."""
+    changed: list[tuple[str, str | None]] = [(label, value) for label, value in now.items() if told.get(label) != value]
+    changed += [(label, None) for label in told if label not in now]
+    return changed
+
+
+def system_message(conversation: Conversation) -> Message:
+    return {"role": "system", "content": conversation.system or ""}
+
+
+async def prepare(session: Session) -> None:
+    """Build the conversation's system prompt if it has none yet (in the background, once a session opens)."""
+    if session.conversation.system is not None:
+        return
+    env = await _describe(session)
+    if session.conversation.system is None:
+        _fix(session.conversation, env, session.permissions.mode)
+
+
+async def begin_turn(session: Session) -> tuple[Message, Message | None]:
+    """The system message for this turn's requests, and the environment update to put before the prompt.
+
+    The update is None when nothing changed since the model was last told (or the prompt was just built)."""
+    conversation = session.conversation
+    mode = session.permissions.mode
+    env = await _describe(session)
+    if conversation.system is None:
+        _fix(conversation, env, mode)
+        return system_message(conversation), None
+    now = facts(env, mode)
+    changed = changes(conversation.environment, now)
+    conversation.environment = now
+    if not changed:
+        return system_message(conversation), None
+    update = prompts.render("environment_update.md", changes=changed)
+    return system_message(conversation), {"role": "user", "content": update}
+
+
+async def current_system_message(session: Session) -> Message:
+    """The system prompt as the next request will carry it (built now if the conversation has none)."""
+    await prepare(session)
+    return system_message(session.conversation)
+
+
+def _fix(conversation: Conversation, env: workspace.Environment, mode: str) -> None:
+    conversation.system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode))
+    conversation.environment = facts(env, mode)
+
+
+async def _describe(session: Session) -> workspace.Environment:
+    return await workspace.describe(session.cwd, session.additional_directories)
