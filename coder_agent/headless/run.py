@@ -80,7 +80,7 @@ def main(options: RunOptions, build: ManagerFactory) -> int:
     """Run the prompt; the exit status. stdout carries only the output format (fd 1 is pointed at stderr)."""
     stdout = os.fdopen(reserve_stdout(), "w", encoding="utf-8", errors="replace")
     try:
-        return anyio.run(_run, options, build, stdout, backend="asyncio")
+        return anyio.run(run_in, options, build, stdout, backend="asyncio")
     except KeyboardInterrupt:  # before the signal handler was in place
         return EXIT_INTERRUPTED
     finally:
@@ -88,7 +88,8 @@ def main(options: RunOptions, build: ManagerFactory) -> int:
             stdout.close()
 
 
-async def _run(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
+async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
+    """The run in the current event loop, its output format written to `file`; the exit status."""
     console = stderr_console()
     output = _output(options, Stdout(file), console)
     asker = console if options.can_ask else None

@@ -1,5 +1,7 @@
-"""`coder-agent run` end to end: the agent spawned as a command, its model the fake server — outputs, exit
-codes, prompts from stdin, sessions continued and resumed (and shared with editors), refusals and Ctrl-C."""
+"""`coder-agent run` end to end, its model the fake server through litellm — outputs, exit codes, prompts from
+stdin, sessions continued and resumed (and shared with editors), refusals and Ctrl-C. What needs a process of
+its own (stdin pipes, argparse's exit, signals, a resumed session in another folder) spawns the command; the
+rest runs the same path in this process (`tests/support/headless.py`), without a new interpreter each time."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import anyio
 import pytest
 
 from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
+from tests.support.headless import run_here
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -87,7 +90,7 @@ async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
     tmp_path: Path, work: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.script(EDIT_SCRIPT)
-    ran = await run(tmp_path, "--cwd", str(work), "--mode", "accept-edits", "Say bye", llm=fake_llm)
+    ran = await run_here(tmp_path, "--cwd", str(work), "--mode", "accept-edits", "Say bye", llm=fake_llm)
     assert ran.code == 0, ran.stderr
     assert ran.stdout == "Let me look.\n\nChanged the greeting.\n"
     assert "Plan\n  ✓ Read main.py\n  ▸ Say bye\n" in ran.stderr
@@ -101,7 +104,7 @@ async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
 
 async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(EDIT_SCRIPT)
-    ran = await run(
+    ran = await run_here(
         tmp_path, "--cwd", str(work), "--mode", "accept-edits", "--output-format", "json", "Say bye", llm=fake_llm
     )
     assert ran.code == 0, ran.stderr
@@ -122,7 +125,7 @@ async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fak
 async def test_stream_json_prints_each_event_as_a_line(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(EDIT_SCRIPT)
     args = ["--cwd", str(work), "--mode", "accept-edits", "--output-format", "stream-json", "Say bye"]
-    ran = await run(tmp_path, *args, llm=fake_llm)
+    ran = await run_here(tmp_path, *args, llm=fake_llm)
     assert ran.code == 0, ran.stderr
     events = ran.events()
     first, last = events[0], events[-1]
@@ -185,7 +188,7 @@ async def test_usage_errors_exit_2_before_anything_runs(
 
 
 async def test_no_model_is_an_error_with_the_fix_on_stderr(tmp_path: Path, work: Path) -> None:
-    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "hi")
+    ran = await run_here(tmp_path, "--cwd", str(work), "--output-format", "json", "hi")
     assert ran.code == 1
     assert "No model is configured. Set CODER_AGENT_MODEL" in ran.stderr
     result = ran.json()
@@ -195,7 +198,7 @@ async def test_no_model_is_an_error_with_the_fix_on_stderr(tmp_path: Path, work:
 
 async def test_a_model_failure_exits_1(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Fault.status(401, message="bad key")])
-    ran = await run(tmp_path, "--cwd", str(work), "hi", llm=fake_llm)
+    ran = await run_here(tmp_path, "--cwd", str(work), "hi", llm=fake_llm)
     assert ran.code == 1
     assert "rejected the credentials" in ran.stderr
     assert "bad key" in ran.stderr
@@ -203,7 +206,9 @@ async def test_a_model_failure_exits_1(tmp_path: Path, work: Path, fake_llm: Fak
 
 async def test_hitting_max_turns_exits_1(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Reply.tool("read_file", {"path": "main.py"}), Reply("never reached")])
-    ran = await run(tmp_path, "--cwd", str(work), "--max-turns", "1", "--output-format", "json", "look", llm=fake_llm)
+    ran = await run_here(
+        tmp_path, "--cwd", str(work), "--max-turns", "1", "--output-format", "json", "look", llm=fake_llm
+    )
     assert ran.code == 1
     assert ran.json()["stop_reason"] == "max_turn_requests"
     assert "--max-turns" in ran.stderr
@@ -215,7 +220,7 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
 ) -> None:
     fake_llm.script([WRITE])
     args = ["--cwd", str(work), "--mode", "default", "--output-format", "json", "Note it"]
-    ran = await run(tmp_path, *args, llm=fake_llm)
+    ran = await run_here(tmp_path, *args, llm=fake_llm)
     assert ran.code == 3, ran.stderr
     result = ran.json()
     assert result["stop_reason"] == "cancelled"
@@ -235,7 +240,7 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
     assert len(fake_llm.requests) == 1  # the turn stopped at the refusal
 
     fake_llm.script([WRITE, Reply("Done now.")])
-    again = await run(
+    again = await run_here(
         tmp_path, "--cwd", str(work), "--continue", "--mode", "default", "--allow", "edit:**", "go on", llm=fake_llm
     )
     assert again.code == 0, again.stderr
@@ -247,7 +252,7 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
 async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     """Without a terminal the mode is read-only: an edit is refused and the model is told, as in an editor."""
     fake_llm.script([WRITE, Reply("I may not edit here.")])
-    ran = await run(tmp_path, "--cwd", str(work), "Note it", llm=fake_llm)
+    ran = await run_here(tmp_path, "--cwd", str(work), "Note it", llm=fake_llm)
     assert ran.code == 0, ran.stderr
     assert "✗ Not allowed: the session is in read-only mode" in ran.stderr
     assert ran.stdout == "I may not edit here.\n"
@@ -281,14 +286,14 @@ async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Pa
 
 
 async def test_continue_without_a_session_says_so(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
-    ran = await run(tmp_path, "--cwd", str(work), "--continue", "hi", llm=fake_llm)
+    ran = await run_here(tmp_path, "--cwd", str(work), "--continue", "hi", llm=fake_llm)
     assert ran.code == 1
     assert f"No session to continue in {work}" in ran.stderr
 
 
 async def test_sessions_are_shared_with_editors(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Reply("From the command line.")])
-    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "Made by run", llm=fake_llm)
+    ran = await run_here(tmp_path, "--cwd", str(work), "--output-format", "json", "Made by run", llm=fake_llm)
     made_by_run = ran.json()["session_id"]
 
     fake_llm.script([Reply("From the editor.")])
@@ -300,7 +305,9 @@ async def test_sessions_are_shared_with_editors(tmp_path: Path, work: Path, fake
         assert await agent.client.prompt(made_by_editor, "Made by the editor", timeout=60) == "end_turn"
 
     fake_llm.script([Reply("Back on the command line.")])
-    again = await run(tmp_path, "--cwd", str(work), "--continue", "--output-format", "json", "and now?", llm=fake_llm)
+    again = await run_here(
+        tmp_path, "--cwd", str(work), "--continue", "--output-format", "json", "and now?", llm=fake_llm
+    )
     assert again.json()["session_id"] == made_by_editor
     assert user_messages(fake_llm) == ["Made by the editor", "and now?"]
 
