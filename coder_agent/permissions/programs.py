@@ -430,3 +430,8 @@ def remembered_as_prefix(argv: Sequence[str]) -> tuple[str, ...] | None:
             return None
         return (name, sub)
     return (name,)
+
+
+def is_write_flag(word: str) -> bool:
+    """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
+    return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from coder_agent.globs import compile_glob, glob_regex
 from coder_agent.permissions.paths import Place
-from coder_agent.permissions.programs import base_name, program_name
-from coder_agent.permissions.shell import SimpleCommand, analyse, is_write_flag
+from coder_agent.permissions.programs import base_name, is_write_flag, program_name
+from coder_agent.permissions.shell import SimpleCommand, analyse
 
 PATH_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 ANY = frozenset({"", "*"})

@@ -18,11 +18,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coder_agent.permissions.programs import (
-    EXEC_FLAGS,
-    GENERIC_WRITE_FLAGS,
     SHELLS,
     SHORT_WRITE_FLAGS,
     base_name,
@@ -31,13 +29,17 @@ from coder_agent.permissions.programs import (
     unwrap,
     write_targets,
 )
+from coder_agent.permissions.words import (
+    node_text,
+    redirection_texts,
+    unescape,
+    unescape_double,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 MAX_DEPTH = 8
-HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
-WRITE_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | {
     "pytest", "py.test", "mypy", "tsc", "cargo", "eslint", "prettier", "jest", "vitest", "coverage", "tee", "sed",
     "dd", "find", "ruff", "black", "npm", "pnpm", "yarn", "uv", "pip",
@@ -168,7 +170,7 @@ class _Walker:
             for child in own:
                 self.redirect(child, depth)
             saved = self.origin
-            self.origin = self.origin or _text(node)
+            self.origin = self.origin or node_text(node)
             try:
                 for child in node.named_children:
                     if child not in own:
@@ -185,11 +187,11 @@ class _Walker:
             self.add([self.word(a) for a in assignments], [], [], redirects, assignments_only=True)
         elif kind in ("declaration_command", "unset_command"):
             self.substitutions(node, depth)
-            words = [_Word(_text(node.children[0]), True), *(self.word(c) for c in node.named_children)]
+            words = [_Word(node_text(node.children[0]), True), *(self.word(c) for c in node.named_children)]
             self.add([], words, [], redirects, depth=depth)
         elif kind in ("raw_string", "word", "ansi_c_string", "string_content"):
-            self.code_like(_text(node))
-        elif kind == "expansion" and "@P" in _text(node):
+            self.code_like(node_text(node))
+        elif kind == "expansion" and "@P" in node_text(node):
             self.problem("a prompt expansion (`${…@P}`) can run commands")
         else:
             for child in node.children:
@@ -213,7 +215,7 @@ class _Walker:
         elif node.type in ("command_substitution", "process_substitution"):
             for statement in node.named_children:
                 self.walk(statement, depth, ())
-        elif node.type == "expansion" and "@P" in _text(node):
+        elif node.type == "expansion" and "@P" in node_text(node):
             self.problem("a prompt expansion (`${…@P}`) can run commands")
         else:
             for child in node.children:
@@ -227,9 +229,9 @@ class _Walker:
 
     def word(self, node: Node) -> _Word:
         kind = node.type
-        text = _text(node)
+        text = node_text(node)
         if kind == "word":
-            value = _unescape(text)
+            value = unescape(text)
             literal = not any(c in text for c in "*?[{") and not text.startswith("~")
             result = _Word(value, literal)
         elif kind == "number":
@@ -241,7 +243,7 @@ class _Walker:
         elif kind in ("string", "translated_string"):
             parts = [c for c in node.named_children]
             literal = all(c.type == "string_content" for c in parts)
-            value = "".join(_unescape_double(_text(c)) for c in parts) if literal else text
+            value = "".join(unescape_double(node_text(c)) for c in parts) if literal else text
             result = _Word(value, literal)
         elif kind == "concatenation":
             pieces = [self.word(c) for c in node.named_children]
@@ -252,7 +254,7 @@ class _Walker:
             name_node = node.child_by_field_name("name")
             value_node = node.child_by_field_name("value")
             inner = self.word(value_node) if value_node is not None else _Word("", True)
-            prefix = _text(name_node) if name_node is not None else text.partition("=")[0]
+            prefix = node_text(name_node) if name_node is not None else text.partition("=")[0]
             op = "+=" if text[len(prefix) :].startswith("+=") else "="
             result = _Word(f"{prefix}{op}{inner.value}", inner.literal)
         else:
@@ -279,7 +281,7 @@ class _Walker:
                 words.append(self.word(child.named_children[0]) if child.named_children else _Word("", False))
             elif child.type != "comment":
                 words.append(self.word(child))
-        self.add(assignments, words, own_redirects, redirects, depth=depth, origin=self.origin or _text(node))
+        self.add(assignments, words, own_redirects, redirects, depth=depth, origin=self.origin or node_text(node))
 
     def add(
         self,
@@ -294,7 +296,7 @@ class _Walker:
         origin: str = "",
     ) -> None:
         """Record one simple command: unwrap it, find what it writes, and whether a prefix rule may cover it."""
-        redirect_texts, writes = _redirects([*own_redirects, *redirects])
+        redirect_texts, writes = redirection_texts([*own_redirects, *redirects])
         for word in assignments:
             self.code_like(word.value if word.literal else "")
         if assignments_only or not words:
@@ -395,81 +397,3 @@ class _Walker:
                 self.invocations.append(("rm", "-delete"))
             i += 1
         return consumed
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", errors="replace")
-
-
-def _unescape(text: str) -> str:
-    """An unquoted word's value: each backslash takes the next character literally (`\\rm` → `rm`)."""
-    out: list[str] = []
-    chars = iter(text)
-    for char in chars:
-        if char == "\\":
-            nxt = next(chars, "")
-            out.append("" if nxt == "\n" else nxt)
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def _unescape_double(text: str) -> str:
-    """Inside double quotes a backslash escapes only `$`, a backtick, `"`, `\\` and a newline."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '$`"\\\n':
-            out.append("" if text[i + 1] == "\n" else text[i + 1])
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _redirects(nodes: list[Node]) -> tuple[list[str], list[str]]:
-    """Canonical texts of redirections, and the files they write."""
-    texts: list[str] = []
-    writes: list[str] = []
-    for node in nodes:
-        if node.type != "file_redirect":
-            texts.append(_text(node))
-            nested = [c for c in node.named_children if c.type == "file_redirect"]
-            writes += _redirects(nested)[1]
-            continue
-        fd = ""
-        op = ""
-        target: Any = None
-        for child in node.children:
-            if child.type == "file_descriptor":
-                fd = _text(child)
-            elif not child.is_named:
-                op = child.type
-            else:
-                target = child
-        value = _target_value(target)
-        duplicate = op in (">&", "<&") and (value.isdigit() or value == "-")
-        texts.append(f"{fd}{op}{value}" if duplicate else f"{fd}{op} {shlex.quote(value)}")
-        harmless = value in HARMLESS_TARGETS or value.startswith("/dev/fd/")
-        if (op in WRITE_REDIRECTS or (op == ">&" and not duplicate)) and not harmless:
-            writes.append(value)
-    return texts, writes
-
-
-def _target_value(node: Any) -> str:
-    if node is None:
-        return ""
-    text = _text(node)
-    if node.type == "word":
-        return _unescape(text)
-    if node.type == "raw_string":
-        return text[1:-1]
-    if node.type == "string" and all(c.type == "string_content" for c in node.named_children):
-        return "".join(_unescape_double(_text(c)) for c in node.named_children)
-    return text
-
-
-def is_write_flag(word: str) -> bool:
-    """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
-    return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS
