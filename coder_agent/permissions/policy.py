@@ -9,10 +9,12 @@
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
-   every simple command of a command line the parser understood, the host, the MCP tool.
+   every simple command of a command line the parser understood, the host, the MCP tool. A command whose
+   arguments hold the words of a command deny rule (`strace rm f`) is covered only by an exact rule.
 5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `full-auto`
-   allows everything (a command line the parser could not follow still asks when command deny rules exist,
-   since they could not be checked against it); anything else asks.
+   allows everything (a command line the parser could not follow, or a command whose arguments hold the
+   words of a command deny rule, still asks, since the deny rules could not be checked against it); anything
+   else asks.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from coder_agent.permissions.modes import DEFAULT_MODE, ModeName
 from coder_agent.permissions.network import FetchTarget
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.rules import ANY, PATH_KINDS, Rule
-from coder_agent.permissions.shell import CommandLine
+from coder_agent.permissions.shell import CommandLine, SimpleCommand
 
 if TYPE_CHECKING:
     from coder_agent.protocol.content import ToolKind
@@ -125,7 +127,8 @@ class PermissionPolicy:
                 return None
             used: list[Rule] = []
             for command in line.commands:
-                rule = next((r for r in rules if r.covers(command)), None)
+                exact_only = self._mentioning_rule(command) is not None
+                rule = next((r for r in rules if r.covers(command) and (r.exact or not exact_only)), None)
                 if rule is None:
                     return None
                 used.append(rule)
@@ -144,6 +147,10 @@ class PermissionPolicy:
                 return Verdict(
                     "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
                 )
+            for command in line.commands if line is not None else ():
+                if (rule := self._mentioning_rule(command)) is not None:
+                    program = command.argv[0] if command.argv else "an assignment"
+                    return Verdict("ask", f"`{program}` is given the words of the deny rule `{rule}` and may run them")
             return Verdict("allow", "full-auto mode")
         if self.mode == "accept-edits" and action.kind == "edit" and action.tool is None:
             return Verdict("allow", "accept-edits mode")
@@ -151,6 +158,10 @@ class PermissionPolicy:
 
     def _command_deny_rules(self) -> list[Rule]:
         return [r for r in (*self.deny, *self.session_deny) if r.applies_to("execute")]
+
+    def _mentioning_rule(self, command: SimpleCommand) -> Rule | None:
+        """A command deny rule whose words are among the command's arguments (see `Rule.mentioned_in`)."""
+        return next((r for r in self._command_deny_rules() if r.mentioned_in(command)), None)
 
     # ---- remembering ----------------------------------------------------------------------------
 

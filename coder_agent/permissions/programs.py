@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from coder_agent.permissions.words import reads_input
+
 SYSTEM_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "posh", "su"})
 INTERPRETER = re.compile(
@@ -294,7 +296,8 @@ def _shell(words: Sequence[str], start: int, out: Unwrapped) -> None:
         out.argv = list(range(start, len(words)))
         out.transparent = False
         return
-    if i >= len(words) or "s" in "".join(w[1:] for w in words[start + 1 : i] if w.startswith("-")):
+    given_s = "s" in "".join(w[1:] for w in words[start + 1 : i] if w.startswith("-"))
+    if i >= len(words) or given_s or reads_input(words[i]):
         out.problem = f"`{base_name(words[start])}` would run commands from its input, which cannot be checked"
         return
     out.argv = list(range(start, len(words)))  # a script file: an interpreter the policy cannot see into
@@ -322,6 +325,10 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
                     out.code.append((words[k + 1], k + 1, False))
                 elif words[k].startswith("--command="):
                     out.problem = "`script --command=…`: give the command as a separate word"
+            return out
+        if name in ("at", "batch") and not any(w in ("-l", "-d", "-r", "-c", "-f") for w in words[i + 1 :]):
+            out.layers.append(i)
+            out.problem = f"`{name}` would run commands from its input, which cannot be checked"
             return out
         if name == "eval":
             out.layers.append(i)
@@ -357,6 +364,8 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
             if after >= len(words):
                 if spec.default:
                     return out  # xargs alone runs echo: nothing more to check
+                if any(base_name(words[k]) == "xargs" for k in out.layers[:-1]):
+                    out.problem = f"`xargs` gives `{name}` the command to run from its input, which cannot be checked"
                 out.argv = list(range(i, len(words)))  # the wrapper alone (`env`, `sudo -v`)
                 return out
             i = after

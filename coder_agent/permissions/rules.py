@@ -9,7 +9,9 @@
   env assignments, or one that writes files (redirections, `tee`, `--output`): only an exact rule does,
   `execute:=<command as written>`. `execute:*` covers every command the parser understands. As a deny
   rule, `execute:git push` matches any command (or wrapper layer) of the program `git` whose later words
-  include `push` (in that order), so `git -C x push` and `/usr/bin/git push` are caught too.
+  include `push` (in that order), so `git -C x push` and `/usr/bin/git push` are caught too. Its words among
+  another command's arguments (`strace git push`, `ssh host git push`, `git -c alias.p='!git push' p`) make
+  that command ask (`mentioned_in`): a program that runs its arguments cannot be followed in general.
 * `fetch`: a host (`fetch:docs.python.org`, `fetch:*.python.org`, `fetch:*`). Only a rule naming the host
   exactly lets a fetch reach a local or private address.
 * MCP tools: a glob over the tool's name (`other:mcp__github__*`).
@@ -122,6 +124,19 @@ class Rule:
 
     def denies_command(self, command: SimpleCommand) -> bool:
         return self.exact and command.text in self.exact_texts
+
+    def mentioned_in(self, command: SimpleCommand) -> bool:
+        """As a deny rule: whether its words appear among the command's arguments, in order (`strace rm f`,
+        `git -c alias.x='!rm f' x`): a program that runs its arguments could run the denied one."""
+        if self.exact or self.pattern in ANY or not self.words:
+            return False
+        first, tokens = base_name(self.words[0]), command.mentions
+        for i, token in enumerate(tokens):
+            if base_name(token) == first:
+                rest = iter(tokens[i + 1 :])
+                if all(any(word == got for got in rest) for word in self.words[1:]):
+                    return True
+        return False
 
     # ---- hosts and tools ------------------------------------------------------------------------
 

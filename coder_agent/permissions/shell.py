@@ -15,6 +15,7 @@ first use, never at startup.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -30,7 +31,9 @@ from coder_agent.permissions.programs import (
     write_targets,
 )
 from coder_agent.permissions.words import (
+    joins_words,
     node_text,
+    reads_input,
     redirection_texts,
     unescape,
     unescape_double,
@@ -50,6 +53,7 @@ RESERVED = frozenset(
      "select", "{", "}", "!", "[[", "]]", "coproc"}
 )  # fmt: skip
 """Shell keywords: seen as a command name, the grammar misread the line (`! if …`), so it is not understood."""
+_TOKEN = re.compile(r"[A-Za-z0-9_./+~-]+")
 EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
@@ -73,6 +77,9 @@ class SimpleCommand:
     """The source of the statement it belongs to, as written: what an exact rule for it names."""
     wrapped: bool = False
     """It runs through a wrapper (`timeout 5 pytest`): an "always" for it remembers the exact command."""
+    mentions: tuple[str, ...] = ()
+    """The words of its arguments, assignments and wrappers split at shell punctuation (`alias.x=!rm f` gives
+    `alias.x`, `rm`, `f`): a program it may run from its arguments is among them."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,8 @@ class _Walker:
         if "\x00" in line:
             self.problem("a NUL character")
             return
+        if joins_words(line):
+            self.problem("a backslash-newline inside a word (bash joins the word's two halves)")
         tree = _parser().parse(line.encode("utf-8"))
         if tree.root_node.has_error:
             self.problem("the shell syntax could not be parsed")
@@ -202,7 +211,10 @@ class _Walker:
         if node.type != "heredoc_redirect":
             self.substitutions(node, depth)
             return
+        start = next((node_text(c) for c in node.named_children if c.type == "heredoc_start"), "")
         for child in node.named_children:
+            if child.type == "heredoc_body" and not any(q in start for q in "'\"\\") and "`" in node_text(child):
+                self.problem("a here-document holds a backtick, which bash runs")
             if child.type in ("heredoc_body", "file_redirect"):
                 self.substitutions(child, depth)
             elif child.type not in ("heredoc_start", "heredoc_end", "heredoc_content"):
@@ -217,6 +229,8 @@ class _Walker:
                 self.walk(statement, depth, ())
         elif node.type == "expansion" and "@P" in node_text(node):
             self.problem("a prompt expansion (`${…@P}`) can run commands")
+        elif node.type in ("word", "string_content") and "`" in node_text(node):
+            self.problem("a backtick the grammar did not read as a command, which bash runs")
         else:
             for child in node.children:
                 self.substitutions(child, depth)
@@ -303,7 +317,10 @@ class _Walker:
             text = " ".join([*(shlex.quote(a.value) for a in assignments), *redirect_texts])
             if text:
                 text = self.context + text
-                self.commands.append(SimpleCommand((), (), text, tuple(writes), True, self.origin or origin))
+                mentions = _tokens([a.value for a in assignments])
+                self.commands.append(
+                    SimpleCommand((), (), text, tuple(writes), True, self.origin or origin, mentions=mentions)
+                )
             return
         values = [w.value for w in words]
         peeled = unwrap(values)
@@ -343,6 +360,8 @@ class _Walker:
                 code_words.update(peeled.argv[0] + k for k in self.find(argv, literal, depth))
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
+            if name in ("source", ".") and len(argv) > 1 and reads_input(argv[1]):
+                self.problem(f"`{name}` would run commands from its input, which cannot be checked")
             if name == "alias":
                 for k, arg in enumerate(argv[1:], start=1):
                     if "=" in arg and literal[k]:
@@ -350,10 +369,10 @@ class _Walker:
                         self.parse(arg.partition("=")[2], depth + 1)
             if name == "hash" and "-p" in argv[1:-1]:
                 self.invocations.append((base_name(argv[argv.index("-p") + 1]),))
-            if base_name(program) == "trap" and len(argv) > 1 and argv[1] != "-":
-                code_words.add(peeled.argv[1])
-                if literal[1]:
-                    self.parse(argv[1], depth + 1, context="trap" if exact else None, origin=origin)
+            for k, code in _code_arguments(name, argv):
+                code_words.add(peeled.argv[k])
+                if literal[k]:
+                    self.parse(code, depth + 1, context=name if exact else None, origin=origin)
                 else:
                     self.problem("a command string that is not fixed text")
             writes += peeled.writes + write_targets(argv)
@@ -362,8 +381,11 @@ class _Walker:
             text = self.context + " ".join([*lead, shlex.join(argv), *redirect_texts])
             exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
             wrapped = peeled.argv[0] > 0
+            mentions = _tokens([*(a.value for a in assignments), *values[: peeled.argv[0]], *argv[1:]])
             self.commands.append(
-                SimpleCommand(argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped)
+                SimpleCommand(
+                    argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped, mentions
+                )
             )
         for k, word in enumerate(words):
             if word.literal and k not in code_words:
@@ -397,3 +419,24 @@ class _Walker:
                 self.invocations.append(("rm", "-delete"))
             i += 1
         return consumed
+
+
+def _code_arguments(name: str, argv: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(word index, command string) of the arguments a builtin runs as commands: `trap '…'`, `mapfile -C '…'`."""
+    if name == "trap":
+        k = 2 if argv[1:2] == ("--",) else 1
+        if k < len(argv) and argv[k] != "-" and not (k == 1 and argv[k].startswith("-")):
+            return [(k, argv[k])]
+    if name in ("mapfile", "readarray"):
+        found = []
+        for k, arg in enumerate(argv[1:], start=1):
+            if arg == "-C" and k + 1 < len(argv):
+                found.append((k + 1, argv[k + 1]))
+            elif arg.startswith("-C") and len(arg) > 2 and argv[k - 1] not in ("-d", "-u", "-n", "-O", "-s", "-c"):
+                found.append((k, arg[2:]))
+        return found
+    return []
+
+
+def _tokens(words: list[str]) -> tuple[str, ...]:
+    return tuple(token for word in words for token in _TOKEN.findall(word))

@@ -254,6 +254,11 @@ RM_DISGUISES = [
     "fd . -x rm",
     "script -qc 'rm f' /dev/null",
     "busybox rm f",
+    # found by the adversarial pass
+    "trap -- 'rm f' EXIT",
+    "mapfile -C 'rm f' -c 1 < list",
+    "readarray -t -C 'rm f' < list",
+    "mapfile -C'rm f' < list",
 ]
 
 
@@ -292,6 +297,24 @@ NOT_UNDERSTOOD = [
     "ls | xargs -i sh -c '{}'",
     "find . -exec sh -c '{}' \\;",
     "! if true; then rm f; fi",
+    # found by the adversarial pass
+    "r\\\nm f",
+    "ls; r\\\nm f",
+    "cat <<EOF\n`rm f`\nEOF",
+    "cat <<-EOF\n\t${x:-`rm f`}\n\tEOF",
+    "echo ${x:-`rm f`}",
+    'echo "${x:-`rm f`}"',
+    "source /dev/stdin <<< 'rm f'",
+    ". /dev/fd/0 < script",
+    "bash /dev/stdin <<< 'rm f'",
+    "sh - < script",
+    "bash /proc/self/fd/0 < script",
+    "echo rm f | xargs env",
+    "echo rm f | xargs -n2 nohup",
+    "echo 5 rm f | xargs timeout",
+    "echo rm f | xargs sudo",
+    "at now <<< 'rm f'",
+    "batch < jobs",
 ]  # fmt: skip
 
 
@@ -304,6 +327,61 @@ def test_what_the_parser_cannot_follow_asks_when_deny_rules_exist(ws: Workspace,
     assert in_default.decide(ws.action("execute", command)).decision == "ask", "no allow rule covers it"
     without_deny = ws.policy("full-auto")
     assert without_deny.decide(ws.action("execute", command)).decision == "allow", "full-auto runs it"
+
+
+ARGUMENT_NAMES_IT = [
+    "strace rm f",
+    "strace -f -o /dev/null rm f",
+    "chroot / rm f",
+    "unshare -r rm f",
+    "taskset 1 rm f",
+    "ls | parallel rm",
+    "runuser -u me rm f",
+    "runuser me -c 'rm f'",
+    "systemd-run --user rm f",
+    "ssh host rm f",
+    "ssh -o ProxyCommand='rm f' host",
+    "git -c core.pager='rm f' log",
+    "git -c alias.x='!rm f' x",
+    "tar --to-command='rm f' -xf a.tar",
+    "GIT_SSH_COMMAND='rm f' git fetch",
+    "env GIT_SSH_COMMAND='rm f' git fetch",
+    "export GIT_SSH_COMMAND='rm f'; git fetch",
+    "PAGER='rm f' git log",
+    "make SHELL=/bin/rm",
+    "vim -c '!rm f'",
+    "man -P 'rm f' ls",
+    "zip x.zip f -T -TT 'rm f'",
+]
+
+
+@pytest.mark.parametrize("command", ARGUMENT_NAMES_IT)
+def test_a_denied_program_given_as_an_argument_asks(ws: Workspace, command: str) -> None:
+    """Programs that run their arguments (wrappers the policy does not know, options and variables that hold a
+    command) cannot be followed one by one; a denied program among the words asks instead of running."""
+    with_deny = ws.policy("full-auto", allow=("execute:*",), deny=("execute:rm",))
+    verdict = with_deny.decide(ws.action("execute", command))
+    assert verdict.decision in ("ask", "deny"), (command, verdict.reason, analyse(command))
+    in_default = ws.policy("default", allow=("execute:*",), deny=("execute:rm",))
+    assert in_default.decide(ws.action("execute", command)).decision != "allow", "no prefix rule covers it"
+    assert ws.policy("full-auto").decide(ws.action("execute", command)).decision == "allow", "no deny rule"
+    exact = ws.policy("default", allow=(f"execute:={command}",), deny=("execute:rm",))
+    if analyse(command).understood:
+        assert exact.decide(ws.action("execute", command)).decision == "allow", "the user's exact approval holds"
+
+
+NAMED_IN_WORDS = [
+    ("strace -f git push", "ask"),
+    ("ssh host git push origin", "ask"),
+    ("ssh host git pull", "allow"),
+    ("echo git", "allow"),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), NAMED_IN_WORDS)
+def test_a_deny_rule_of_words_asks_when_they_appear_in_order(ws: Workspace, command: str, expected: str) -> None:
+    policy = ws.policy("full-auto", deny=("execute:git push",))
+    assert policy.decide(ws.action("execute", command)).decision == expected
 
 
 # ---- allow rules: word prefixes, exact commands, write flags, wrappers -------------------------------------
