@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from coder_agent.globs import escape, unescape
 from coder_agent.permissions.policy import Action, PermissionPolicy
 from coder_agent.permissions.programs import remembered_as_prefix
 from coder_agent.permissions.rules import PATH_KINDS, Rule, folder_rule
@@ -85,7 +86,7 @@ def _candidates(policy: PermissionPolicy, action: Action) -> tuple[tuple[Rule, .
         rules = _command_rules(policy, action)
         return rules, rules
     if action.kind == "fetch" and action.target is not None:
-        rule = Rule("fetch", action.target.host)
+        rule = Rule("fetch", escape(action.target.host))
         return (() if action.target.local else (rule,)), (rule,)
     if action.kind in PATH_KINDS and action.places:
         rules = tuple(dict.fromkeys(folder_rule(action.kind, place) for place in action.places))
@@ -125,13 +126,13 @@ def _describe(rule: Rule) -> str:
     if rule.kind == "execute":
         return f"exactly `{rule.pattern[1:]}`" if rule.exact else f"`{rule.pattern} …` commands"
     if rule.kind == "fetch":
-        return f"fetches from {rule.pattern}"
+        return f"fetches from {unescape(rule.pattern)}"
     if rule.pattern.startswith(SAMPLING_PREFIX):
         return f"completions for the MCP server `{rule.pattern.removeprefix(SAMPLING_PREFIX)}`"
     if rule.pattern.startswith("mcp__"):
         return f"`{rule.pattern}` calls"
     if rule.kind in PATH_KINDS:
-        where = "the workspace" if rule.pattern == "**" else f"`{rule.pattern.removesuffix('/**')}/`"
+        where = "the workspace" if rule.pattern == "**" else f"`{unescape(rule.pattern.removesuffix('/**'))}/`"
         return f"{NOUNS[rule.kind]} in {where}"
     return f"{rule.kind} calls"
 
@@ -156,5 +157,5 @@ def _restorable(rule: Rule) -> bool:
             return True
         return rule.pattern not in ("", "*") and remembered_as_prefix(rule.words) == rule.words
     if rule.kind == "fetch":
-        return rule.pattern not in ("", "*") and not any(c in rule.pattern for c in "*?")
+        return rule.pattern != "" and escape(unescape(rule.pattern)) == rule.pattern
     return True

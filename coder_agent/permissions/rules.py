@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
-from coder_agent.globs import compile_glob, glob_regex
+from coder_agent.globs import compile_glob, escape, glob_regex, unescape
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.programs import base_name, is_write_flag, program_name
 from coder_agent.permissions.shell import SimpleCommand, analyse
@@ -160,10 +160,11 @@ def _exact_texts(line: str) -> frozenset[str]:
 def _real_pattern(pattern: str) -> str:
     """An absolute glob with its fixed folder part resolved (a rule for `/home/u/x/**` matches where it leads)."""
     pattern = os.path.expanduser(pattern)
-    fixed, _, _ = re.split(r"([*?\[])", pattern, maxsplit=1)[0].rpartition("/")
+    fixed, _, _ = re.split(r"(?<!\\)([*?\[{])", pattern, maxsplit=1)[0].rpartition("/")
+    fixed = unescape(fixed)
     folder = os.path.realpath(fixed or "/")
-    tail = pattern[len(fixed) :]
-    return (folder.rstrip("/") + tail) if tail else folder
+    tail = pattern[len(escape(fixed)) :]
+    return (escape(folder).rstrip("/") + tail) if tail else escape(folder)
 
 
 @cache
@@ -175,8 +176,9 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def folder_rule(kind: str, place: Place) -> Rule:
-    """The rule for a path's folder: relative inside the session folder, absolute in another root or outside."""
+    """The rule for a path's folder: relative inside the session folder, absolute in another root or outside.
+    The folder's name is escaped, so a folder named `**` gives a rule for that folder alone."""
     if place.in_cwd:
         folder = place.relative.rpartition("/")[0]
-        return Rule(kind, f"{folder}/**" if folder else "**")
-    return Rule(kind, f"{Path(place.real).parent.as_posix().rstrip('/')}/**")
+        return Rule(kind, f"{escape(folder)}/**" if folder else "**")
+    return Rule(kind, f"{escape(Path(place.real).parent.as_posix().rstrip('/'))}/**")

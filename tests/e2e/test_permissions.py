@@ -1,8 +1,9 @@
 """Issue 9 end to end: one scenario per family, each through a spawned `coder-agent` as an editor runs it.
 
-Containment (absolute, `..`, symlinks) after "always allow edits"; command bypasses of a deny rule in
-full-auto; broad "always" rules; keys in child environments and in the agent's own (`/proc/<pid>/environ`);
-fetch to 127.0.0.1 and a redirect to it; a long command's permission request. The user config is a real file in the spawned agent's config folder.
+Containment (absolute, `..`, symlinks) after "always allow edits"; command bypasses of a deny rule in full-auto;
+broad "always" rules; keys in child environments and in the agent's own (`/proc/<pid>/environ`); fetch to 127.0.0.1
+and a redirect to it; a long command's permission request. The user config is a real file in the spawned agent's
+config folder.
 """
 
 from __future__ import annotations

@@ -566,6 +566,7 @@ ALWAYS_OTHER = [
     ("fetch", "http://127.0.0.1:8000/ 127.0.0.1", [], ["fetch:127.0.0.1"]),
     ("fetch", "http://internal.test/ 10.0.0.5", [], ["fetch:internal.test"]),
     ("mcp-other", "mcp__gh__create_issue", ["other:mcp__gh__create_issue"], ["other:mcp__gh__create_issue"]),
+    ("fetch", "http://*.wild.test/ 93.184.216.34", ["fetch:\\*.wild.test"], ["fetch:\\*.wild.test"]),
 ]
 
 
@@ -579,6 +580,29 @@ def test_always_for_files_fetches_and_tools(
     assert [str(r) for r in offered.deny] == [ws.fill(r) for r in deny]
 
 
+@pytest.mark.parametrize("folder", ["*", "**", "?rc", "[s]rc", "{src,x}", "s\\rc"])
+def test_an_always_for_a_folder_named_like_a_glob_covers_that_folder_only(ws: Workspace, folder: str) -> None:
+    """A cloned repository may name a folder `**`: the remembered rule names that folder, not every one."""
+
+    def edit(path: str | Path) -> Action:
+        return Action("edit", places=(resolve(path, [ws.work, ws.extra]),))
+
+    (ws.work / folder).mkdir(exist_ok=True)
+    policy = ws.policy("default")
+    offered = offer(policy, edit(f"{folder}/x.py"))
+    assert offered.allow, "an always is offered"
+    policy.remember(offered.allow, allow=True)
+    assert policy.decide(edit(f"{folder}/x.py")).decision == "allow"
+    assert policy.decide(edit(f"{folder}/y.py")).decision == "allow"
+    assert policy.decide(edit("src/a.py")).decision == "ask", policy.session_allow
+    assert policy.decide(edit("top.txt")).decision == "ask", policy.session_allow
+    assert f"`{folder}/`" in offered.choices()[1].label, "the label names the folder as it is"
+    (ws.extra / folder).mkdir(exist_ok=True)
+    policy.remember(offer(policy, edit(ws.extra / folder / "x.py")).allow, allow=True)
+    assert policy.decide(edit(ws.extra / folder / "y.py")).decision == "allow"
+    assert policy.decide(edit(ws.extra / "other.txt")).decision == "ask", policy.session_allow
+
+
 def test_always_allow_edits_in_the_workspace_never_reaches_outside(ws: Workspace) -> None:
     policy = ws.policy("accept-edits")
     policy.remember(offer(policy, ws.action("edit", "top.txt")).allow, allow=True)
@@ -590,8 +614,9 @@ def test_always_allow_edits_in_the_workspace_never_reaches_outside(ws: Workspace
 def test_stored_rules_broader_than_an_always_are_dropped_on_reopen() -> None:
     stored = ["execute:bash", "execute:python3", "execute:git status", "execute:=python3 -c 'x'", "fetch:*",
               "fetch:docs.example.test", "edit:**", "execute:env", "execute:xargs", "execute:'unbalanced"]  # fmt: skip
-    kept = [str(r) for r in restore_rules(stored, allow=True)]
-    assert kept == ["execute:git status", "execute:=python3 -c 'x'", "fetch:docs.example.test", "edit:**"]
+    kept = [str(r) for r in restore_rules([*stored, "fetch:\\*.wild.test"], allow=True)]
+    assert kept == ["execute:git status", "execute:=python3 -c 'x'", "fetch:docs.example.test", "edit:**",
+                    "fetch:\\*.wild.test"]  # fmt: skip
     assert [str(r) for r in restore_rules(["execute:bash"], allow=False)] == ["execute:bash"]
 
 
@@ -638,6 +663,8 @@ FETCH: list[Row] = [
     ("glob-host-rule", "default", ("fetch:*.example.test",), (), (), "fetch", "https://a.example.test/ 1.1.1.1",
      "allow"),
     ("decimal-ip-host", "full-auto", (), (), (), "fetch", "http://2130706433/ 127.0.0.1", "ask"),
+    ("always-for-a-star-host-is-that-host", "default", (), (), ("fetch:\\*.wild.test",), "fetch",
+     "https://a.wild.test/ 93.184.216.34", "ask"),
 ]  # fmt: skip
 
 
