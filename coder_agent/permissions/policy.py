@@ -8,6 +8,8 @@
 3. **Containment**: a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
+   A file tool's change inside `.git/` or `.coder-agent/` asks too, outside full-auto, unless a rule in the
+   user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say.
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
    every simple command of a command line the parser understood, the host, the MCP tool. A command whose
    arguments hold the words of a command deny rule (`strace rm f`) is covered only by an exact rule.
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 Decision = Literal["allow", "ask", "deny"]
 QUIET_KINDS = frozenset({"read", "search", "think"})
 READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
+CHANGE_KINDS = frozenset({"edit", "delete", "move"})
+PROTECTED_FOLDERS = frozenset({".git", ".coder-agent"})
+"""Changed by a file tool, these ask outside full-auto unless a rule in the user's own config names them."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class PermissionPolicy:
             return Verdict("deny", f"denied by the rule `{rule}`")
         if self.mode == "read-only" and action.kind not in READ_ONLY_KINDS:
             return Verdict("deny", "the session is in read-only mode; switch the mode to allow changes and commands")
-        if (reason := self._beyond_the_workspace(action)) is not None:
+        if (reason := self._beyond_the_workspace(action) or self._protected(action)) is not None:
             return Verdict("ask", reason)
         if (rules := self._allowing_rules(action)) is not None:
             return Verdict("allow", f"allowed by {', '.join(f'`{r}`' for r in rules)}")
@@ -116,6 +121,20 @@ class PermissionPolicy:
     def _user_names_host(self, host: str) -> bool:
         """Whether the user's own config names this host exactly (no wildcard reaches a local address)."""
         return any(r.applies_to("fetch") and r.matches_host(host, explicit=True) for r in self.allow)
+
+    def _protected(self, action: Action) -> str | None:
+        """A file tool changing `.git/` or `.coder-agent/` outside full-auto: their files decide what git and the
+        agent run, so an edit there would turn an allowed `git status` into any command."""
+        if self.mode == "full-auto" or action.kind not in CHANGE_KINDS or action.tool is not None:
+            return None
+        for place in action.places:
+            name = next((part for part in place.relative.split("/") if part in PROTECTED_FOLDERS), None)
+            if name is None or any(
+                r.applies_to(action.kind) and name in r.pattern and r.matches_place(place) for r in self.allow
+            ):
+                continue
+            return f"{place.relative} is in `{name}`, whose files decide what git or the agent runs"
+        return None
 
     # ---- 4. allow -------------------------------------------------------------------------------
 

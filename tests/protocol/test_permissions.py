@@ -7,6 +7,7 @@ make; the fake editor answers permission requests as scripted and serves files a
 from __future__ import annotations
 
 import http.server
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +86,38 @@ async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Pa
             await client.prompt(session, "write")
     assert list(outside.iterdir()) == []
     assert "changed since it was checked" in tool_results(fake_llm)[0]
+
+
+async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """`.git/config` (core.fsmonitor, aliases, pagers) and hooks decide what `git status` runs: in accept-edits
+    mode, with `git status` allowed, an edit there would be a command nobody approved."""
+    config = "[core]\n\tfsmonitor = touch pwned\n"
+    fake_llm.script(
+        calls(
+            ToolCall("read_file", {"path": ".git/config"}),
+            ToolCall("write_file", {"path": ".git/config", "content": config}),
+            ToolCall("write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch pwned\n"}),
+            ToolCall("run_command", {"command": "git status"}),
+        )
+    )
+    allowed = {"allow": ["execute:git status"]}
+    async with tool_agent(tmp_path, fake_llm, mode="accept-edits", terminal=False, permissions=allowed) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        before = (work / ".git" / "config").read_text()
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "speed up git")
+    assert len(editor.permission_requests) == 2, "both edits asked; git status ran without asking"
+    for request in editor.permission_requests:
+        assert "allow_always" not in option_kinds(request)
+        assert "whose files decide what git or the agent runs" in str(request["toolCall"]["content"])
+    assert (work / ".git" / "config").read_text() == before
+    assert not (work / "pwned").exists()
+    assert tool_results(fake_llm)[3].startswith("Exit code: 0")
 
 
 async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:

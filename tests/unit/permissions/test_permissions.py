@@ -131,6 +131,19 @@ CONTAINMENT += [
     ("read-outside-config-edit-rule-only", "full-auto", ("edit:{out}/**",), (), (), "read", "{out}/x.txt", "ask"),
     ("read-outside-config-any-kind", "default", ("*:{out}/**",), (), (), "read", "{out}/x.txt", "allow"),
     ("edit-outside-config-other-folder", "default", ("edit:{extra}/**",), (), (), "edit", "{out}/x.txt", "ask"),
+    # what git and the agent run from: an edit there would turn an allowed `git status` into any command
+    ("edit-git-config-accept", "accept-edits", (), (), (), "edit", ".git/config", "ask"),
+    ("edit-git-hook-edit-all", "default", (), (), ("edit:**",), "edit", ".git/hooks/pre-commit", "ask"),
+    ("edit-git-hook-config-all", "accept-edits", ("edit:**",), (), (), "edit", ".git/hooks/pre-commit", "ask"),
+    ("edit-nested-git-accept", "accept-edits", (), (), (), "edit", "src/sub/.git/config", "ask"),
+    ("edit-git-file-accept", "accept-edits", (), (), (), "edit", ".git", "ask"),
+    ("edit-git-extra-root-accept", "accept-edits", (), (), (), "edit", "{extra}/.git/config", "ask"),
+    ("edit-project-config-accept", "accept-edits", (), (), (), "edit", ".coder-agent/config.toml", "ask"),
+    ("edit-git-full-auto", "full-auto", (), (), (), "edit", ".git/config", "allow"),
+    ("edit-git-config-names-it", "accept-edits", ("edit:.git/hooks/**",), (), (), "edit", ".git/hooks/x", "allow"),
+    ("read-git-config", "default", (), (), (), "read", ".git/config", "allow"),
+    ("edit-gitignore-accept", "accept-edits", (), (), (), "edit", ".gitignore", "allow"),
+    ("edit-github-workflow-accept", "accept-edits", (), (), (), "edit", ".github/workflows/ci.yml", "allow"),
 ]
 
 
