@@ -14,6 +14,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coder_agent.permissions.shell import CommandLine
+
+MAX_DIRECTORIES = 4
+"""`cd`s followed on one line; after more, a relative write may be anywhere."""
+UNKNOWN_FOLDER = "<a folder after cd>"
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,32 @@ def resolve(raw: str | Path, roots: Sequence[Path]) -> Place:
             relative = "" if relative == "." else relative
             return Place(root / relative if relative else root, real, root, relative, in_cwd=index == 0)
     return Place(real, real, None, "")
+
+
+def command_writes(line: CommandLine, roots: Sequence[Path]) -> tuple[Place, ...]:
+    """The files a command line visibly writes or changes, resolved: each relative one against the session
+    folder and against every folder its `cd`s may have reached (one it cannot tell is outside)."""
+    bases: list[str] = [""]
+    for folder in line.directories[:MAX_DIRECTORIES]:
+        if folder is None:
+            bases.append(UNKNOWN_FOLDER)
+            continue
+        absolute_folder = folder.startswith(("/", "~"))
+        bases += [folder if absolute_folder or not base else f"{base}/{folder}" for base in bases]
+    if len(line.directories) > MAX_DIRECTORIES:
+        bases.append(UNKNOWN_FOLDER)
+    targets = sorted({t for c in line.commands for t in (*c.writes, *c.touches) if t})
+    places: dict[Path, Place] = {}
+    for target in targets:
+        absolute_target = target.startswith(("/", "~"))
+        for base in [""] if absolute_target else dict.fromkeys(bases):
+            if base.startswith(UNKNOWN_FOLDER):
+                unknown = Path(UNKNOWN_FOLDER) / target
+                places[unknown] = Place(unknown, unknown, None, "")
+                continue
+            place = resolve(f"{base}/{target}" if base else target, roots)
+            places.setdefault(place.real, place)
+    return tuple(places.values())
 
 
 def still_there(place: Place) -> bool:

@@ -422,6 +422,73 @@ def write_targets(argv: Sequence[str]) -> list[str]:
     return found
 
 
+_OPERANDS: dict[str, tuple[str, str]] = {
+    "rm": ("all", ""),
+    "rmdir": ("all", ""),
+    "unlink": ("all", ""),
+    "shred": ("all", "-n -s --iterations --size --random-source"),
+    "touch": ("all", "-d -r -t --date --reference"),
+    "mkdir": ("all", "-m --mode --context"),
+    "truncate": ("all", "-s -r -o --size --reference"),
+    "chmod": ("after-first", "--reference"),
+    "chown": ("after-first", "--reference --from"),
+    "chgrp": ("after-first", "--reference"),
+    "mv": ("all", "-t -S --target-directory --suffix"),
+    "cp": ("last", "-t -S --target-directory --suffix"),
+    "ln": ("last", "-t -S --target-directory --suffix"),
+    "install": ("last", "-m -o -g -t -S --mode --owner --group --target-directory --suffix"),
+    "rsync": ("last", "-e -f -T -B --rsh --filter --exclude --include --exclude-from --include-from --files-from "
+              "--chmod --chown --temp-dir --partial-dir --backup-dir --suffix --log-file --password-file --port "
+              "--timeout --bwlimit --block-size --max-size --min-size --compare-dest --copy-dest --link-dest"),
+}  # fmt: skip
+"""Programs whose operands are files they change: every operand (`rm`, `mv`: its sources go away), all but
+the first (`chmod MODE FILE…`) or the last (`cp … DEST`), and the options that take a value."""
+
+
+def file_operands(argv: Sequence[str]) -> list[str]:
+    """The files a command changes by naming them as operands (`rm x`, `cp a DEST`, `tar -x -C DIR`)."""
+    name = base_name(argv[0]) if argv else ""
+    if name == "tar":
+        extracting = any(w.startswith("--extract") or (w[:2] != "--" and "x" in w) for w in argv[1:2]) or any(
+            w in ("-x", "--extract", "--get") for w in argv[1:]
+        )
+        return _option_values(argv, ("-C", "--directory")) if extracting else []
+    spec = _OPERANDS.get(name)
+    if spec is None:
+        return []
+    which, takes = spec[0], frozenset(spec[1].split())
+    operands: list[str] = []
+    i, options = 1, True
+    while i < len(argv):
+        word = argv[i]
+        if options and word == "--":
+            options = False
+        elif options and word.startswith("-") and len(word) > 1:
+            i += 1 if word in takes else 0
+        elif not (name == "rsync" and re.match(r"[^/]*:", word)):  # rsync's host:path is another machine
+            operands.append(word)
+        i += 1
+    targets = _option_values(argv, ("-t", "--target-directory"))
+    if which == "all":
+        return operands + targets
+    if which == "after-first":
+        return operands if any(w.startswith("--reference") for w in argv) else operands[1:]
+    return targets + (operands[-1:] if len(operands) >= 2 and not targets else [])
+
+
+def _option_values(argv: Sequence[str], names: tuple[str, ...]) -> list[str]:
+    found = []
+    for i, word in enumerate(argv[1:], start=1):
+        head, eq, value = word.partition("=")
+        if word in names and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif eq and head in names:
+            found.append(value)
+        elif any(word.startswith(n) and len(word) > len(n) and not n.startswith("--") for n in names):
+            found.append(word[2:])
+    return found
+
+
 def remembered_as_prefix(argv: Sequence[str]) -> tuple[str, ...] | None:
     """The word prefix an "always" remembers for this command; None when only the exact command may be."""
     if not argv or "/" in argv[0]:

@@ -25,6 +25,7 @@ from coder_agent.permissions.programs import (
     SHELLS,
     SHORT_WRITE_FLAGS,
     base_name,
+    file_operands,
     program_name,
     runs_commands,
     unwrap,
@@ -77,6 +78,9 @@ class SimpleCommand:
     """The source of the statement it belongs to, as written: what an exact rule for it names."""
     wrapped: bool = False
     """It runs through a wrapper (`timeout 5 pytest`): an "always" for it remembers the exact command."""
+    touches: tuple[str, ...] = ()
+    """Files it changes by naming them as operands (`rm x`, `cp a DEST`): judged like `writes` for where they
+    are, without making the command exact-only."""
     mentions: tuple[str, ...] = ()
     """The words of its arguments, assignments and wrappers split at shell punctuation (`alias.x=!rm f` gives
     `alias.x`, `rm`, `f`): a program it may run from its arguments is among them."""
@@ -93,6 +97,9 @@ class CommandLine:
     """Every word list a deny rule is held against: each command, and each wrapper layer with what it runs."""
     problems: tuple[str, ...] = ()
     """Why the line is not understood; empty when it is."""
+    directories: tuple[str | None, ...] = ()
+    """Where its `cd`s and `pushd`s go, in order (None: somewhere the parser cannot tell): relative files it
+    writes may be there too."""
 
     @property
     def understood(self) -> bool:
@@ -112,7 +119,8 @@ def analyse(line: str) -> CommandLine:
     """The simple commands `line` runs; see the module docstring."""
     walker = _Walker()
     walker.parse(line, 0)
-    return CommandLine(line, tuple(walker.commands), tuple(dict.fromkeys(walker.invocations)), tuple(walker.problems))
+    invocations = tuple(dict.fromkeys(walker.invocations))
+    return CommandLine(line, tuple(walker.commands), invocations, tuple(walker.problems), tuple(walker.directories))
 
 
 @dataclass
@@ -126,6 +134,7 @@ class _Walker:
     commands: list[SimpleCommand] = field(default_factory=list)
     invocations: list[tuple[str, ...]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    directories: list[str | None] = field(default_factory=list)
     forced_exact: bool = False
     """Inside a command string run through a wrapper that is not transparent (`sudo bash -c '…'`)."""
     context: str = ""
@@ -382,11 +391,15 @@ class _Walker:
             exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
             wrapped = peeled.argv[0] > 0
             mentions = _tokens([*(a.value for a in assignments), *values[: peeled.argv[0]], *argv[1:]])
+            touches = tuple(file_operands(argv))
+            if name in ("cd", "pushd", "popd"):
+                self.directories.append(_directory(name, argv, literal))
             self.commands.append(
                 SimpleCommand(
-                    argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped, mentions
+                    argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped, touches,
+                    mentions,
                 )
-            )
+            )  # fmt: skip
         for k, word in enumerate(words):
             if word.literal and k not in code_words:
                 self.code_like(word.value)
@@ -440,3 +453,14 @@ def _code_arguments(name: str, argv: tuple[str, ...]) -> list[tuple[int, str]]:
 
 def _tokens(words: list[str]) -> tuple[str, ...]:
     return tuple(token for word in words for token in _TOKEN.findall(word))
+
+
+def _directory(name: str, argv: tuple[str, ...], literal: tuple[bool, ...]) -> str | None:
+    """Where `cd`/`pushd` go: the first operand, `~` for a bare `cd`, None when it cannot be told."""
+    operands = [k for k in range(1, len(argv)) if not (argv[k].startswith("-") and argv[k] != "-")]
+    if name == "popd" or (name == "pushd" and not operands):
+        return None
+    if not operands:
+        return "~"
+    k = operands[0]
+    return argv[k] if literal[k] and argv[k] != "-" else None

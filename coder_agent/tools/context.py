@@ -20,6 +20,7 @@ import anyio
 
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
+from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import SessionUpdate
 from coder_agent.session.bridge import BridgeError, CommandResult
@@ -78,8 +79,7 @@ class ToolContext:
     def command_action(self, command: str) -> Action:
         """A command line, parsed, with the files it visibly writes resolved against the roots."""
         line = analyse(command)
-        writes = {target for c in line.commands for target in c.writes if target}
-        return Action("execute", command=line, writes=tuple(self.path(target) for target in sorted(writes)))
+        return Action("execute", command=line, writes=command_writes(line, self.roots))
 
     def still_there(self, place: Place) -> None:
         """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""

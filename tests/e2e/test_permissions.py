@@ -98,6 +98,26 @@ async def test_a_deny_rule_cannot_be_bypassed_in_full_auto(tmp_path: Path, fake_
     assert editor.terminals == {}
 
 
+async def test_full_auto_asks_before_a_command_changes_files_outside(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("keep\n")
+    commands = ["cd .. && echo pwned > outside/new.txt", "rm -rf ../outside/victim", "cp /etc/hostname ../outside/",
+                "mv ../outside/victim here", "touch inside.txt && rm inside.txt"]  # fmt: skip
+    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in commands)))
+    async with agent(tmp_path, fake_llm, 'default_mode = "full-auto"\n', terminal=False) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        editor.default_permission = "reject_once"
+        assert await client.prompt(session, "tidy up", timeout=TURN) == "end_turn"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
+    assert len(editor.permission_requests) == 4, "each outside change asked; the inside one did not"
+    assert tool_results(fake_llm)[4].startswith("Exit code: 0")
+
+
 async def test_always_rules_are_no_broader_than_what_was_shown(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from coder_agent import secrets
 from coder_agent.permissions import Action, PermissionPolicy, Rule, analyse, offer, resolve, restore_rules
 from coder_agent.permissions.network import judge, why_local
+from coder_agent.permissions.paths import command_writes
 
 # ---- the workspace ------------------------------------------------------------------------------------------
 
@@ -54,8 +55,7 @@ class Workspace:
         roots = [self.work, self.extra]
         if kind == "execute":
             line = analyse(subject)
-            writes = tuple(resolve(t, roots) for c in line.commands for t in c.writes if t)
-            return Action("execute", command=line, writes=writes)
+            return Action("execute", command=line, writes=command_writes(line, roots))
         if kind == "fetch":
             url, _, addresses = subject.partition(" ")
             return Action("fetch", target=judge(url, tuple(addresses.split(","))))
@@ -169,6 +169,8 @@ DENY_WINS: list[Row] = [
     ("deny-any-kind", "full-auto", (), ("*:src/**",), (), "read", "src/a.py", "deny"),
     ("deny-command-write-target", "full-auto", (), ("edit:.env",), (), "execute", "echo x > .env", "deny"),
     ("deny-command-tee-target", "full-auto", (), ("edit:src/**",), (), "execute", "echo x | tee src/b", "deny"),
+    ("deny-command-rm-operand", "full-auto", (), ("edit:src/**",), (), "execute", "rm -f src/a.py", "deny"),
+    ("deny-command-after-cd", "full-auto", (), ("edit:src/**",), (), "execute", "cd src && echo > a.py", "deny"),
     ("deny-fetch-host", "full-auto", ("fetch:*",), ("fetch:evil.test",), (), "fetch", "http://evil.test/ 1.2.3.4",
      "deny"),
     ("deny-mcp-tool", "full-auto", (), ("other:mcp__gh__*",), (), "mcp-other", "mcp__gh__delete", "deny"),
@@ -456,6 +458,38 @@ ALLOW: list[Row] = [
      "allow"),
     ("full-auto-dev-null-is-fine", "full-auto", (), (), (), "execute", "make > /dev/null 2>&1", "allow"),
     ("full-auto-inside-write", "full-auto", (), (), (), "execute", "echo x > notes.txt", "allow"),
+    # a relative write after `cd` lands where the cd went
+    ("full-auto-cd-up-write", "full-auto", (), (), (), "execute", "cd .. && echo x > f", "ask"),
+    ("full-auto-cd-out-tee", "full-auto", (), (), (), "execute", "cd {out}; echo x | tee f", "ask"),
+    ("full-auto-subshell-cd", "full-auto", (), (), (), "execute", "(cd ..; echo x > f)", "ask"),
+    ("full-auto-pushd", "full-auto", (), (), (), "execute", "pushd /tmp && echo x > f", "ask"),
+    ("full-auto-cd-home", "full-auto", (), (), (), "execute", "cd && echo x >> .bashrc", "ask"),
+    ("full-auto-cd-variable", "full-auto", (), (), (), "execute", "cd \"$D\" && echo x > f", "ask"),
+    ("full-auto-cd-src-write", "full-auto", (), (), (), "execute", "cd src && echo x > f", "allow"),
+    ("full-auto-cd-then-cd-up", "full-auto", (), (), (), "execute", "cd src && cd ../.. && touch f", "ask"),
+    # the files a command names as operands it changes
+    ("full-auto-rm-outside", "full-auto", (), (), (), "execute", "rm -rf {out}/secret.txt", "ask"),
+    ("full-auto-rm-home", "full-auto", (), (), (), "execute", "rm -rf ~", "ask"),
+    ("full-auto-rm-through-symlink", "full-auto", (), (), (), "execute", "rm -rf link_out/x", "ask"),
+    ("full-auto-cp-outside", "full-auto", (), (), (), "execute", "cp src/a.py {out}/", "ask"),
+    ("full-auto-cp-target-dir", "full-auto", (), (), (), "execute", "cp -t {out} src/a.py", "ask"),
+    ("full-auto-mv-in-from-outside", "full-auto", (), (), (), "execute", "mv {out}/secret.txt .", "ask"),
+    ("full-auto-touch-outside", "full-auto", (), (), (), "execute", "touch {out}/x", "ask"),
+    ("full-auto-mkdir-outside", "full-auto", (), (), (), "execute", "mkdir -p {out}/d", "ask"),
+    ("full-auto-chmod-outside", "full-auto", (), (), (), "execute", "chmod 600 {out}/secret.txt", "ask"),
+    ("full-auto-truncate-outside", "full-auto", (), (), (), "execute", "truncate -s 0 {out}/secret.txt", "ask"),
+    ("full-auto-install-outside", "full-auto", (), (), (), "execute", "install -m 755 x {out}/x", "ask"),
+    ("full-auto-ln-outside", "full-auto", (), (), (), "execute", "ln -sf /bin/sh {out}/sh", "ask"),
+    ("full-auto-rsync-outside", "full-auto", (), (), (), "execute", "rsync -a src/ {out}/", "ask"),
+    ("full-auto-tar-x-outside", "full-auto", (), (), (), "execute", "tar -xf a.tar -C {out}", "ask"),
+    ("full-auto-rm-inside", "full-auto", (), (), (), "execute", "rm -rf build src/deep", "allow"),
+    ("full-auto-cp-inside", "full-auto", (), (), (), "execute", "cp {out}/secret.txt src/", "allow"),
+    ("full-auto-ln-to-outside-named-inside", "full-auto", (), (), (), "execute", "ln -s {out} here", "allow"),
+    ("full-auto-chmod-inside", "full-auto", (), (), (), "execute", "chmod +x src/a.py", "allow"),
+    ("full-auto-rm-outside-named", "full-auto", ("edit:{out}/**",), (), (), "execute", "rm {out}/secret.txt",
+     "allow"),
+    ("config-rm-rule-still-covers", "default", ("execute:rm",), (), (), "execute", "rm -rf build", "allow"),
+    ("config-mkdir-rule-still-covers", "default", ("execute:mkdir -p",), (), (), "execute", "mkdir -p b/c", "allow"),
 ]  # fmt: skip
 
 
