@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from coder_agent.store import SessionStore
+from coder_agent.visible import visible
 from tests.support.fake_llm import FakeLLM, Reply, ToolCall
 from tests.support.llm_agent import tool_agent
 
@@ -177,6 +178,24 @@ async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path:
     assert request["rawInput"]["command"] == command
     shown = "".join(block["content"]["text"] for block in request["content"] if block["type"] == "content")
     assert command in shown and "&& touch pwned" in shown
+    assert not (work / "pwned").exists()
+
+
+@pytest.mark.parametrize("hiding", ["\x1b[2K\x1b[G", "\u202e", "\r"])
+async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
+    tmp_path: Path, fake_llm: FakeLLM, hiding: str
+) -> None:
+    command = f"touch pwned; {hiding}echo safe"
+    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "run")
+    request = editor.permission_requests[0]["toolCall"]
+    assert request["rawInput"]["command"] == command
+    shown = "".join(block["content"]["text"] for block in request["content"] if block["type"] == "content")
+    assert hiding not in shown and hiding not in request["title"]
+    assert visible(hiding) in shown and "touch pwned" in shown
+    assert "control or invisible characters" in shown
     assert not (work / "pwned").exists()
 
 
