@@ -187,10 +187,13 @@ class AcpClientBridge:
 
     # ---- files --------------------------------------------------------------------------------
 
-    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
+    ) -> str:
+        """Through the editor (which reads by path; `real` only binds the disk fallback)."""
         if not self.capabilities.fs.read_text_file:
             await self._fallback("files")
-            return await self._local.read_text_file(path, line=line, limit=limit)
+            return await self._local.read_text_file(path, line=line, limit=limit, real=real)
         params: dict[str, Any] = {"path": str(path)}
         if line is not None:
             params["line"] = line
@@ -204,10 +207,11 @@ class AcpClientBridge:
             raise BridgeError(f"The editor could not read {path}: {exc.message}") from None
         return ReadTextFileResponse.model_validate(result).content
 
-    async def write_text_file(self, path: Path, content: str) -> None:
+    async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
+        """Through the editor (which writes by path; `real` only binds the disk fallback)."""
         if not self.capabilities.fs.write_text_file:
             await self._fallback("files")
-            await self._local.write_text_file(path, content)
+            await self._local.write_text_file(path, content, real=real)
             return
         try:
             await self._call("fs/write_text_file", {"path": str(path), "content": content}, FS_TIMEOUT)

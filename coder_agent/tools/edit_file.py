@@ -53,7 +53,7 @@ class EditFile(BuiltinTool):
         edits = params.to_edits()
         if not await ctx.exists(path):
             raise ToolError(f"{path} does not exist. Use write_file to create a new file.")
-        old = await ctx.read_whole(path, "edit")
+        old = await ctx.read_whole(path, "edit", place.real)
         ctx.check_fresh(path, old, "edit")
         try:
             result = apply_edits(old, edits)

@@ -40,7 +40,7 @@ class ReadFile(BuiltinTool):
 
         async def run() -> Outcome:
             ctx.still_there(place)
-            read = await ctx.read(path, first=first, limit=params.limit or DEFAULT_LIMIT)
+            read = await ctx.read(path, first=first, limit=params.limit or DEFAULT_LIMIT, real=place.real)
             if not read.whole:
                 return Outcome(format_window(read.text, first, read.size))
             ctx.remember(path, read.text)

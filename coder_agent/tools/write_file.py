@@ -28,7 +28,7 @@ class WriteFile(BuiltinTool):
         path = place.path
         old: str | None = None
         if await ctx.exists(path):
-            old = await ctx.read_whole(path, "overwrite")
+            old = await ctx.read_whole(path, "overwrite", place.real)
             ctx.check_fresh(path, old, "overwrite")
         diff = DiffContent(path=str(path), old_text=old, new_text=params.content)
 
