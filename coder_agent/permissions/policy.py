@@ -96,7 +96,7 @@ class PermissionPolicy:
         for rule in (*self.deny, *self.session_deny):
             if rule.applies_to(action.kind) and _matches(rule, action, for_deny=True):
                 return rule
-            if rule.applies_to("edit") and any(rule.matches_place(p) for p in action.writes):
+            if rule.applies_to("edit") and any(rule.matches_place(p, fold=True) for p in action.writes):
                 return rule
         return None
 
@@ -219,6 +219,6 @@ def _matches(rule: Rule, action: Action, *, for_deny: bool) -> bool:
     if action.kind == "fetch" and action.target is not None:
         return rule.matches_host(action.target.host)
     if action.kind in PATH_KINDS and action.places:
-        hits = [rule.matches_place(place) for place in action.places]
+        hits = [rule.matches_place(place, fold=for_deny) for place in action.places]
         return any(hits) if for_deny else all(hits)
     return rule.pattern in ANY or rule.pattern == "**"

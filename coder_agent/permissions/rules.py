@@ -3,7 +3,8 @@
 * Path kinds (`read`, `edit`, `delete`, `move`, `search`): a glob (`*` within a folder, `**` any depth).
   A relative glob is relative to the session's folder and only ever matches inside it (`edit:**` is the
   whole workspace, never more); an absolute glob (`edit:/srv/data/**`) matches resolved paths anywhere, and
-  only an absolute glob in the user's own config can let a tool reach outside the workspace unasked.
+  only an absolute glob in the user's own config can let a tool reach outside the workspace unasked. As
+  deny rules, path globs and program names ignore case and Unicode normal form (`fold_case`).
 * `execute`: `execute:git status` covers a simple command whose words start with `git status` and whose
   other words hold no write flag; it never covers a command run through `sudo`, `xargs`, `find -exec`,
   env assignments, or one that writes files (redirections, `tee`, `--output`): only an exact rule does,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -70,15 +72,21 @@ class Rule:
     def absolute(self) -> bool:
         return self.pattern.startswith(("/", "~"))
 
-    def matches_place(self, place: Place) -> bool:
-        """A relative glob matches inside the session folder only; an absolute one matches the resolved path."""
+    def matches_place(self, place: Place, *, fold: bool = False) -> bool:
+        """A relative glob matches inside the session folder only; an absolute one matches the resolved path.
+        `fold` (deny rules): case and Unicode normal form are ignored, since a case-insensitive file system
+        (macOS, Windows) reaches `SRC/a.py` as `src/a.py`."""
         if self.absolute:
-            return _glob(_real_pattern(self.pattern)).fullmatch(place.real.as_posix()) is not None
-        if not place.in_cwd:
+            pattern, subject = _real_pattern(self.pattern), place.real.as_posix()
+        elif not place.in_cwd:
             return False
-        if self.pattern in ANY or self.pattern == "**":
+        elif self.pattern in ANY or self.pattern == "**":
             return True
-        return _glob(self.pattern.removeprefix("./")).fullmatch(place.relative) is not None
+        else:
+            pattern, subject = self.pattern.removeprefix("./"), place.relative
+        if fold:
+            return _glob(fold_case(pattern)).fullmatch(fold_case(subject)) is not None
+        return _glob(pattern).fullmatch(subject) is not None
 
     # ---- commands -------------------------------------------------------------------------------
 
@@ -117,7 +125,7 @@ class Rule:
             return False
         if self.pattern in ANY:
             return True
-        if not self.words or not invocation or base_name(self.words[0]) != base_name(invocation[0]):
+        if not self.words or not invocation or _program(self.words[0]) != _program(invocation[0]):
             return False
         rest = iter(invocation[1:])
         return all(any(word == got for got in rest) for word in self.words[1:])
@@ -130,9 +138,9 @@ class Rule:
         `git -c alias.x='!rm f' x`): a program that runs its arguments could run the denied one."""
         if self.exact or self.pattern in ANY or not self.words:
             return False
-        first, tokens = base_name(self.words[0]), command.mentions
+        first, tokens = _program(self.words[0]), command.mentions
         for i, token in enumerate(tokens):
-            if base_name(token) == first:
+            if _program(token) == first:
                 rest = iter(tokens[i + 1 :])
                 if all(any(word == got for got in rest) for word in self.words[1:]):
                     return True
@@ -149,6 +157,16 @@ class Rule:
 
     def matches_tool(self, tool: str) -> bool:
         return self.pattern in ANY or _glob(self.pattern).fullmatch(tool) is not None
+
+
+def fold_case(text: str) -> str:
+    """`text` with case and Unicode normal form folded away (deny rules match what a file system may equate)."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _program(word: str) -> str:
+    """A program's name as a deny rule compares it: `/bin/rm`, `./RM` and `rm` are all `rm`."""
+    return fold_case(base_name(word))
 
 
 @cache
