@@ -265,7 +265,11 @@ def local_server() -> Iterator[tuple[str, list[str]]]:
         def do_GET(self) -> None:
             seen.append(self.path)
             port = self.server.server_address[1]
-            target = {"/hop": "/page", "/away": f"http://localhost:{port}/secret"}.get(self.path)
+            target = {
+                "/hop": "/page",
+                "/away": f"http://localhost:{port}/secret",
+                "/port": "http://127.0.0.1:9/secret",
+            }.get(self.path)
             if target:
                 self.send_response(302)
                 self.send_header("Location", target)
@@ -319,6 +323,20 @@ async def test_fetch_redirects_are_judged_hop_by_hop(
     assert "localhost" in away and "not followed" in away
     assert "/secret" not in seen
     assert editor.permission_requests == []
+
+
+async def test_a_local_page_allowed_once_cannot_redirect_to_another_port(
+    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+) -> None:
+    """Allowing one local page (a dev server) is not allowing every service on that machine."""
+    base, seen = local_server
+    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/port"}), ToolCall("fetch", {"url": f"{base}/hop"})))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        editor.default_permission = "allow_once"
+        await client.prompt(session, "fetch")
+    other_port, same_port = tool_results(fake_llm)
+    assert "127.0.0.1:9/secret" in other_port and "not followed" in other_port, other_port
+    assert "page /page for 127.0.0.1:" in same_port, "a redirect to the same host and port is followed"
 
 
 async def test_fetch_connects_to_the_address_it_judged_not_a_second_lookup(
