@@ -8,7 +8,8 @@ commands, ripgrep and stdio MCP servers inherit (an MCP server's own `env` entry
 editor owns. `hide_environment()` keeps the agent's own environment from the processes it starts: on Linux
 the agent is made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to processes of the same
 user that lack CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of key variables
-wherever they would reach a permission request, a tool result, a log line or the session store.
+wherever they would reach a permission request, a tool result, a session update, an error, a log line, the
+session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent).
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from coder_agent.key_variables import KEY_VARIABLES
+
+
+class _Model(Protocol):
+    def model_dump(self, *, by_alias: bool, exclude_none: bool) -> dict[str, Any]: ...
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Any: ...
+
+
+_M = TypeVar("_M", bound=_Model)
 
 API_KEY_ENV_VAR = "CODER_AGENT_API_KEY"
 KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_", "VERTEX_AI_", "WATSONX_",
@@ -98,6 +109,16 @@ def redact_data(data: Any) -> Any:
     if isinstance(data, list):
         return [redact_data(item) for item in data]
     return data
+
+
+def redact_model(model: _M) -> _M:
+    """A pydantic model (a session update) with key values redacted from every string in it; itself when no key
+    is set or none occurs."""
+    if not secret_values():
+        return model
+    data = model.model_dump(by_alias=True, exclude_none=True)
+    cleaned = redact_data(data)
+    return model if cleaned == data else type(model).model_validate(cleaned)
 
 
 class RedactingFilter(logging.Filter):

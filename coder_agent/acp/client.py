@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import anyio
 from pydantic import ValidationError
 
+from coder_agent import secrets
 from coder_agent.acp.presentation import permission_options
 from coder_agent.errors import ClientError
 from coder_agent.permissions import Choice
@@ -102,7 +103,7 @@ class AcpClientBridge:
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""
-        wire = update.wire()
+        wire = secrets.redact_model(update).wire()
         if self.observer is not None and not live_only:
             self.observer(wire)
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})

@@ -36,6 +36,7 @@ from coder_agent.headless.render import TextOutput, stderr_console
 from coder_agent.permissions import ModeName
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import SessionUpdate, StopReason
+from coder_agent.secrets import redact
 from coder_agent.session.local import LocalBridge
 from coder_agent.stdio import reserve_stdout
 from coder_agent.store import StoreError
@@ -108,10 +109,10 @@ async def _run(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
             try:
                 await _work(manager, options, bridge, state, tally, output)
             except RpcError as exc:
-                state.error = exc.message
+                state.error = redact(exc.message)
             except Exception as exc:
                 log.exception("coder-agent run failed")
-                state.error = f"Unexpected error: {exc} (the log has the details)"
+                state.error = redact(f"Unexpected error: {exc} (the log has the details)")
         with anyio.CancelScope(shield=True):
             if state.session is not None and state.mode_before is not None:
                 state.session.permissions.mode = state.mode_before  # the run's mode was for this run only

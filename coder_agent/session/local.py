@@ -25,7 +25,7 @@ from coder_agent.atomic import write_atomic
 from coder_agent.permissions import Choice
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
-from coder_agent.secrets import child_environ
+from coder_agent.secrets import child_environ, redact_model
 from coder_agent.session import questions
 from coder_agent.session.bridge import (
     COMMAND_ENV,
@@ -75,6 +75,7 @@ class LocalBridge:
         return True
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
+        update = redact_model(update)
         if not live_only:
             self.record(update)
         if self.sink is not None:

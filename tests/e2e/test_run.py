@@ -342,3 +342,17 @@ async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
     stored = json.loads(stored_session(tmp_path, result["session_id"]))
     assert stored["messages"][0] == {"role": "user", "content": "wait a long time"}
     assert stored["messages"][-1]["role"] == "tool"  # the interrupted call is answered, so the session goes on
+
+
+async def test_a_provider_error_that_echoes_the_key_does_not_print_it(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    key = "sk-e2e-echoed-by-the-provider-0123456789"
+    fake_llm.script([Fault.status(401, message=f"Incorrect API key provided: {key}.")])
+    env = {"CODER_AGENT_API_KEY": key, "CODER_AGENT_LOG_LEVEL": "debug"}
+    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "hi", llm=fake_llm, env=env)
+    assert ran.code == 1
+    assert "Incorrect API key provided" in ran.json()["error"]
+    assert key not in ran.stdout and key not in ran.stderr
+    stored = "".join(p.read_text() for p in (tmp_path / "xdg-data").rglob("*.json"))
+    assert key not in stored

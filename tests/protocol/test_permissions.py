@@ -17,7 +17,8 @@ import pytest
 
 from coder_agent.store import SessionStore
 from coder_agent.visible import visible
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.acp_client import RpcFailure
+from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
@@ -242,6 +243,25 @@ async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
         assert value not in stored, value
     assert "[redacted AWS_SECRET_ACCESS_KEY]" in results
     assert "[redacted OPENAI_API_KEY]" in str(editor.permission_requests[-1])
+
+
+async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-ant-echoed-by-provider-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    fake_llm.script(
+        [
+            Fault.status(500, message=f"upstream saw {key}", retry_after=0),
+            Fault.status(401, message=f"Incorrect API key provided: {key}"),
+        ]
+    )
+    async with tool_agent(tmp_path, fake_llm, retries=1) as (client, editor, session, work):
+        with pytest.raises(RpcFailure) as failed:
+            await client.prompt(session, "hi")
+    assert "Incorrect API key provided" in str(failed.value)
+    assert key not in str(client.frames)
+    assert "[redacted ANTHROPIC_API_KEY]" in str(client.frames)
 
 
 async def test_editor_terminals_get_the_keys_blanked(
