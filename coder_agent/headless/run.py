@@ -3,7 +3,8 @@
 The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
 disk, local process groups, updates to the output format, permission questions to `answers`. The run's
 `--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
-the mode it had before, so an editor that reopens it does not inherit a `full-auto` given on a command line.
+the mode it had before (every save during the run too, so a run killed midway leaves it so), and an editor
+that reopens it does not inherit a `full-auto` given on a command line.
 
 Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
 killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
@@ -116,6 +117,7 @@ async def _run(options: RunOptions, build: ManagerFactory, file: TextIO) -> int:
         with anyio.CancelScope(shield=True):
             if state.session is not None and state.mode_before is not None:
                 state.session.permissions.mode = state.mode_before  # the run's mode was for this run only
+                state.session.stored_mode = None
                 state.session.save_soon()
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
@@ -132,7 +134,7 @@ async def _work(
 ) -> None:
     session = await _open(manager, options, bridge, state)
     state.session = session
-    state.mode_before = session.permissions.mode
+    state.mode_before = session.stored_mode = session.permissions.mode
     _apply(manager, session, options)
     state.cost_before = session.conversation.cost
     tally.cwd = session.cwd

@@ -3,6 +3,7 @@ codes, prompts from stdin, sessions continued and resumed (and shared with edito
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -356,3 +357,31 @@ async def test_a_provider_error_that_echoes_the_key_does_not_print_it(
     assert key not in ran.stdout and key not in ran.stderr
     stored = "".join(p.read_text() for p in (tmp_path / "xdg-data").rglob("*.json"))
     assert key not in stored
+
+
+async def test_a_session_saved_while_a_run_works_keeps_its_own_mode(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    """The store is written after every step: killed in the middle (SIGKILL, a crash), a `--mode full-auto` run
+    must not leave a session an editor reopens in full-auto."""
+    pid_file = work / "command.pid"
+    fake_llm.script([Reply.tool("run_command", {"command": f"echo $$ > {pid_file}; sleep 600"})])
+    argv = [sys.executable, "-m", "coder_agent", "run", "--cwd", str(work), "--mode", "full-auto", "wait"]
+    sessions = tmp_path / "xdg-data" / "coder-agent" / "sessions"
+
+    def saved_mid_call() -> str:
+        found = [p.read_text() for p in sessions.glob("*.json")] if sessions.is_dir() else []
+        return next((text for text in found if "sleep 600" in text), "")
+
+    process = await anyio.open_process(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=agent_env(tmp_path, fake_llm))
+    async with process:
+        try:
+            await poll_until(lambda: pid_file.exists() and bool(saved_mid_call()), timeout=RUN_WAIT)
+            stored = json.loads(saved_mid_call())
+        finally:
+            process.kill()
+            await process.wait()
+            if pid_file.exists() and pid_file.read_text().strip():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    assert stored["mode"] == "default"
