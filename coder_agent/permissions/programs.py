@@ -75,8 +75,13 @@ EXEC_FLAGS = frozenset(
         "--pre", "--to-command", "--checkpoint-action", "--use-compress-program", "--rsh", "--upload-pack",
         "--receive-pack", "--exec", "--exec-batch", "--config-env", "--editor", "--pager", "--command", "--eval",
         "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
+        "--script-shell", "--node-options", "--exec-path", "--unzip-command", "--rsh-command", "--info-script",
+        "--new-volume-script",
     }
 )  # fmt: skip
+MAKES = frozenset({"make", "gmake", "bmake", "remake"})
+MAKE_FILE_FLAGS = ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "-E")
+"""make's options that read recipes from elsewhere (another makefile, folder or included file)."""
 """Long flags that make a program run another command: like write flags, part of what the user approves."""
 SHORT_EXEC_FLAGS: dict[str, frozenset[str]] = {
     "fd": frozenset({"-x", "-X"}),
@@ -392,8 +397,12 @@ def _xargs_placeholder(options: Sequence[str]) -> str | None:
 
 
 def runs_commands(argv: Sequence[str]) -> bool:
-    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`)."""
-    short = SHORT_EXEC_FLAGS.get(base_name(argv[0]), frozenset()) if argv else frozenset()
+    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`), or,
+    for make, its arguments choose the recipes (`SHELL=x`, `CC=x`, `-f other.mk`)."""
+    name = base_name(argv[0]) if argv else ""
+    short = SHORT_EXEC_FLAGS.get(name, frozenset())
+    if name in MAKES and any(is_assignment(word) or word.startswith(MAKE_FILE_FLAGS) for word in argv[1:]):
+        return True
     return any(word.partition("=")[0] in EXEC_FLAGS or word in short for word in argv[1:])
 
 
