@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coder_agent.globs import escape, unescape
+from coder_agent.visible import visible
 from coder_agent.permissions.policy import Action, PermissionPolicy
 from coder_agent.permissions.programs import remembered_as_prefix
 from coder_agent.permissions.rules import PATH_KINDS, Rule, folder_rule
@@ -69,8 +70,11 @@ class Offer:
 
 
 def offer(policy: PermissionPolicy, action: Action) -> Offer:
-    """What "always allow" and "always reject" would remember for this action."""
+    """What "always allow" and "always reject" would remember for this action (no "always" whose rule holds
+    characters its label could not show: escapes, zero-width or bidirectional ones)."""
     allow, deny = _candidates(policy, action)
+    if any(visible(str(rule)) != str(rule) for rule in (*allow, *deny)):
+        return Offer((), ())
     if allow and policy.with_session_rules(allow=allow).decide(action).decision != "allow":
         allow = ()
     if deny and policy.with_session_rules(deny=deny).decide(action).decision != "deny":

@@ -576,6 +576,9 @@ ALWAYS_COMMANDS = [
     ("$X", []),
     ("echo " + "x" * 400 + " > f", []),
     ("cat > f <<'EOF'\nhi\nEOF", []),
+    ("echo safe \x1b[2K\x1b[Gecho > f", []),
+    ("l\u200bs -la", []),
+    ("git sta\u202etus", []),
 ]
 
 
