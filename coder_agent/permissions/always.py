@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coder_agent.globs import escape, unescape
-from coder_agent.visible import visible
 from coder_agent.permissions.policy import Action, PermissionPolicy
 from coder_agent.permissions.programs import remembered_as_prefix
 from coder_agent.permissions.rules import PATH_KINDS, Rule, folder_rule
+from coder_agent.visible import visible
 
 SAMPLING_PREFIX = "sampling/"
 """Sampling requests of MCP servers are permitted as the tool `sampling/<server>`."""
