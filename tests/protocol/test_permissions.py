@@ -122,6 +122,23 @@ async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_
     assert tool_results(fake_llm)[3].startswith("Exit code: 0")
 
 
+async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    bad = "notes\x00.txt"
+    fake_llm.script(
+        calls(
+            ToolCall("write_file", {"path": bad, "content": "x"}),
+            ToolCall("read_file", {"path": bad}),
+            ToolCall("edit_file", {"path": bad, "old_string": "a", "new_string": "b"}),
+            ToolCall("grep", {"pattern": "x", "path": bad}),
+            ToolCall("glob", {"pattern": "*", "path": bad}),
+        )
+    )
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        assert await client.prompt(session, "go") == "end_turn"
+    results = tool_results(fake_llm)
+    assert len(results) == 5 and all("NUL" in r for r in results), results
+
+
 async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
     disguises = ["true && rm f1", "echo; rm f2", "/bin/rm f3", "\\rm f4", "'rm' f5", "command rm f6",
                  "X=1 rm f7", "ls f8 | xargs rm", "find . -name f9 -delete", "(rm f10)", "bash -c 'rm f11'",
