@@ -118,7 +118,10 @@ def _parser() -> Parser:
 def analyse(line: str) -> CommandLine:
     """The simple commands `line` runs; see the module docstring."""
     walker = _Walker()
-    walker.parse(line, 0)
+    try:
+        walker.parse(line, 0)
+    except RecursionError:
+        walker.problem("the line is nested too deep to follow")
     invocations = tuple(dict.fromkeys(walker.invocations))
     return CommandLine(line, tuple(walker.commands), invocations, tuple(walker.problems), tuple(walker.directories))
 

@@ -341,6 +341,22 @@ NOT_UNDERSTOOD = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "(" * 3000 + "rm f" + ")" * 3000,
+        "$(" * 2000 + "rm f" + ")" * 2000,
+        "if true; then " * 2000 + "rm f" + "; fi" * 2000,
+    ],
+    ids=["subshells", "substitutions", "ifs"],
+)
+def test_a_line_nested_beyond_the_parser_is_not_understood_and_does_not_crash(ws: Workspace, command: str) -> None:
+    line = analyse(command)
+    assert not line.understood
+    policy = ws.policy("full-auto", allow=("execute:*",), deny=("execute:rm",))
+    assert policy.decide(ws.action("execute", command)).decision in ("ask", "deny")
+
+
 @pytest.mark.parametrize("command", NOT_UNDERSTOOD)
 def test_what_the_parser_cannot_follow_asks_when_deny_rules_exist(ws: Workspace, command: str) -> None:
     assert not analyse(command).understood, command
