@@ -3,7 +3,8 @@
 `resolve(raw, roots)` gives a `Place`: the path a tool acts on, its fully resolved form, and the root that
 contains it (None when it is outside every root). Resolution follows the kernel's rules: a `..` after a
 symlink climbs from the symlink's target, and a dangling symlink resolves to where it points, so
-`link/../../x`, an absolute path and a symlink that leads outside all land outside. Inside a root the tool
+`link/../../x`, an absolute path and a symlink that leads outside all land outside. A file with more than
+one hard link is also somewhere else (`links`), which may be outside. Inside a root the tool
 acts on `root / relative`, the checked location spelled under the root's own name (editors know files by
 that name); outside it acts on the resolved path itself, which is what the user was shown.
 """
@@ -11,6 +12,7 @@ that name); outside it acts on the resolved path itself, which is what the user 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,8 @@ class Place:
     """`real` relative to that root, in POSIX form ("" for the root itself, "" outside)."""
     in_cwd: bool = False
     """Whether the containing root is the session's working directory (the first root)."""
+    links: int = 1
+    """Hard links of the file there (more than one: the same file is also elsewhere, maybe outside)."""
 
     @property
     def inside(self) -> bool:
@@ -60,13 +64,22 @@ def resolve(raw: str | Path, roots: Sequence[Path]) -> Place:
     """Where `raw` (absolute, or relative to the first root) really lies among `roots` (cwd first)."""
     path = absolute(str(raw), roots[0])
     real = real_path(path)
+    links = _hard_links(real)
     for index, root in enumerate(roots):
         real_root = real_path(root)
         if real.is_relative_to(real_root):
             relative = real.relative_to(real_root).as_posix()
             relative = "" if relative == "." else relative
-            return Place(root / relative if relative else root, real, root, relative, in_cwd=index == 0)
-    return Place(real, real, None, "")
+            return Place(root / relative if relative else root, real, root, relative, index == 0, links)
+    return Place(real, real, None, "", links=links)
+
+
+def _hard_links(real: Path) -> int:
+    try:
+        found = os.stat(real, follow_symlinks=False)
+    except (OSError, ValueError):
+        return 1
+    return found.st_nlink if stat.S_ISREG(found.st_mode) else 1
 
 
 def command_writes(line: CommandLine, roots: Sequence[Path]) -> tuple[Place, ...]:

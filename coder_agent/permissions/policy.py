@@ -8,7 +8,8 @@
 3. **Containment**: a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
-   A file tool's change inside `.git/` or `.coder-agent/` asks too, outside full-auto, unless a rule in the
+   So does a change to a file with other hard links (one may be outside). A file tool's change inside
+   `.git/` or `.coder-agent/` asks too, outside full-auto, unless a rule in the
    user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say.
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
    every simple command of a command line the parser understood, the host, the MCP tool. A command whose
@@ -106,9 +107,13 @@ class PermissionPolicy:
         for place in action.places:
             if not place.inside and not self._user_names(action.kind, place):
                 return f"{place.real} is outside the workspace"
+            if place.links > 1 and action.kind in CHANGE_KINDS and not self._user_names(action.kind, place):
+                return f"{place.real} has {place.links} hard links: the same file may also be outside the workspace"
         for place in action.writes:
             if not place.inside and not self._user_names("edit", place):
                 return f"the command writes {place.real}, outside the workspace"
+            if place.links > 1 and not self._user_names("edit", place):
+                return f"the command writes {place.real}, which has {place.links} hard links (one may be outside)"
         target = action.target
         if target is not None and target.local is not None and not self._user_names_host(target.host):
             return target.local

@@ -77,6 +77,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     (work / "link_file").symlink_to(out / "secret.txt")
     (work / "dangling").symlink_to(out / "new.txt")
     (work / "link_in").symlink_to(work / "src")
+    (work / "hard").hardlink_to(out / "secret.txt")
     return Workspace(root, work, out, extra)
 
 
@@ -144,6 +145,12 @@ CONTAINMENT += [
     ("read-git-config", "default", (), (), (), "read", ".git/config", "allow"),
     ("edit-gitignore-accept", "accept-edits", (), (), (), "edit", ".gitignore", "allow"),
     ("edit-github-workflow-accept", "accept-edits", (), (), (), "edit", ".github/workflows/ci.yml", "allow"),
+    # a hard link is the outside file itself: an editor writing in place would change it there
+    ("edit-hard-link-accept", "accept-edits", (), (), (), "edit", "hard", "ask"),
+    ("edit-hard-link-full-auto", "full-auto", (), (), (), "edit", "hard", "ask"),
+    ("edit-hard-link-edit-all", "default", (), (), ("edit:**",), "edit", "hard", "ask"),
+    ("read-hard-link", "default", (), (), (), "read", "hard", "allow"),
+    ("command-writes-hard-link", "full-auto", (), (), (), "execute", "echo pwned > hard", "ask"),
 ]
 
 
