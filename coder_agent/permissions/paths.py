@@ -12,6 +12,7 @@ that name); outside it acts on the resolved path itself, which is what the user 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 MAX_DIRECTORIES = 4
 """`cd`s followed on one line; after more, a relative write may be anywhere."""
 UNKNOWN_FOLDER = "<a folder after cd>"
+EXPANDS = "<where the shell expands it>"
+EXPANDED = re.compile(r"[$`]|(?:^|/)\.[*?\[]")
+"""A target the shell expands to where the policy cannot tell: a variable, a substitution, or a glob that can
+match `..` (`.*`)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,8 @@ def _hard_links(real: Path) -> int:
 
 def command_writes(line: CommandLine, roots: Sequence[Path]) -> tuple[Place, ...]:
     """The files a command line visibly writes or changes, resolved: each relative one against the session
-    folder and against every folder its `cd`s may have reached (one it cannot tell is outside)."""
+    folder and against every folder its `cd`s may have reached (one it cannot tell is outside, and so is a
+    target the shell expands: `$HOME/x`, `$(…)`, `.*`)."""
     bases: list[str] = [""]
     for folder in line.directories[:MAX_DIRECTORIES]:
         if folder is None:
@@ -97,6 +103,10 @@ def command_writes(line: CommandLine, roots: Sequence[Path]) -> tuple[Place, ...
     targets = sorted({t for c in line.commands for t in (*c.writes, *c.touches) if t})
     places: dict[Path, Place] = {}
     for target in targets:
+        if EXPANDED.search(target):
+            unknown = Path(EXPANDS) / target
+            places[unknown] = Place(unknown, unknown, None, "")
+            continue
         absolute_target = target.startswith(("/", "~"))
         for base in [""] if absolute_target else dict.fromkeys(bases):
             if base.startswith(UNKNOWN_FOLDER):
