@@ -118,6 +118,22 @@ async def test_full_auto_asks_before_a_command_changes_files_outside(tmp_path: P
     assert tool_results(fake_llm)[4].startswith("Exit code: 0")
 
 
+async def test_the_adversarial_passs_bypasses_of_a_deny_rule_do_not_run(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    disguises = ["r\\\nm f1", "trap -- 'rm f2' EXIT", "printf 'a\\n' > list; mapfile -C 'rm f3' -c 1 < list",
+                 "strace rm f4", "git -c alias.x='!rm f5' x", "cat <<EOF\n`rm f6`\nEOF",
+                 "source /dev/stdin <<< 'rm f7'", "echo f8 | xargs env rm"]  # fmt: skip
+    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    config = 'default_mode = "full-auto"\n[permissions]\ndeny = ["execute:rm"]\n'
+    async with agent(tmp_path, fake_llm, config, terminal=False) as (client, editor, session, work):
+        for i in range(1, 9):
+            (work / f"f{i}").write_text("keep\n")
+        editor.default_permission = "reject_once"
+        assert await client.prompt(session, "clean up", timeout=TURN) == "end_turn"
+    assert all((work / f"f{i}").exists() for i in range(1, 9))
+    results = tool_results(fake_llm)
+    assert all("denied by the rule" in r or "rejected" in r for r in results), results
+
+
 async def test_always_rules_are_no_broader_than_what_was_shown(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
