@@ -5,7 +5,8 @@ command running in the background may then replace a folder on the way with a sy
 `open_folder` walks from `/` one name at a time with `O_NOFOLLOW`, so it reaches the checked folder or fails
 (`ELOOP`, `ENOTDIR`: `Swapped`); `read_bytes`, `read_window` and `write_atomic` act on a file in it by name,
 never through a symlink (a file swapped for a symlink is read as an error, and replaced rather than followed
-when written). Where `openat` is missing (Windows) they fall back to plain paths.
+when written). Where `openat` is missing (Windows) the readers fall back to plain paths, and writers use
+`atomic.write_atomic` instead (`SUPPORTED`).
 """
 
 from __future__ import annotations
@@ -79,13 +80,8 @@ def read_bytes(real: Path) -> bytes:
 
 def write_atomic(real: Path, data: bytes) -> None:
     """Replace the file `real` with `data` (a temp file in its folder, fsynced, renamed over it), its folders
-    made when missing; the file keeps its permission bits. A symlink at `real` is replaced, not followed."""
-    if not SUPPORTED:
-        from coder_agent.atomic import write_atomic as plain
-
-        real.parent.mkdir(parents=True, exist_ok=True)
-        plain(real, data)
-        return
+    made when missing; the file keeps its permission bits. A symlink at `real` is replaced, not followed.
+    Only where `SUPPORTED` (callers use `atomic.write_atomic` elsewhere)."""
     with open_folder(real.parent, create=True) as folder:
         try:
             found = os.stat(real.name, dir_fd=folder, follow_symlinks=False)

@@ -31,8 +31,9 @@ from pathlib import Path
 
 from coder_agent.globs import compile_glob, escape, glob_regex, unescape
 from coder_agent.permissions.paths import Place
-from coder_agent.permissions.programs import base_name, is_write_flag, program_name
+from coder_agent.permissions.programs import base_name, program_name
 from coder_agent.permissions.shell import SimpleCommand, analyse
+from coder_agent.permissions.writes import is_write_flag
 
 PATH_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 ANY = frozenset({"", "*"})

@@ -21,16 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-from coder_agent.permissions.programs import (
-    SHELLS,
-    SHORT_WRITE_FLAGS,
-    base_name,
-    file_operands,
-    program_name,
-    runs_commands,
-    unwrap,
-    write_targets,
-)
+from coder_agent.permissions.programs import SHELLS, base_name, program_name, runs_commands, unwrap
 from coder_agent.permissions.words import (
     joins_words,
     node_text,
@@ -39,6 +30,7 @@ from coder_agent.permissions.words import (
     unescape,
     unescape_double,
 )
+from coder_agent.permissions.writes import SHORT_WRITE_FLAGS, file_operands, write_targets
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser

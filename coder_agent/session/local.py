@@ -237,7 +237,7 @@ def _read_window(path: Path, first: int, limit: int | None, real: Path | None = 
 
 
 def _write(path: Path, content: str, real: Path | None) -> None:
-    if real is not None:
+    if real is not None and nofollow.SUPPORTED:
         nofollow.write_atomic(real, content.encode("utf-8"))
         return
     path.parent.mkdir(parents=True, exist_ok=True)
