@@ -21,7 +21,7 @@ from typing import NoReturn
 import anyio
 
 from coder_agent import __version__
-from coder_agent.secrets import RedactingFilter
+from coder_agent.secrets import RedactingFilter, hide_environment
 
 log = logging.getLogger("coder_agent")
 
@@ -209,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(textwrap.fill(TERMINAL_NOTICE, width=width), file=sys.stderr)
         _exit(0)
     setup_logging(args.log_file, args.log_level)
+    if not hide_environment():
+        log.debug("the agent's environment stays readable by processes of the same user (not Linux)")
     if args.command == "run":
         _exit(_run_command(args))
     if args.command == "doctor":

@@ -3,8 +3,9 @@
 `glob_regex` / `compile_glob` translate a gitignore-style glob for `fullmatch` on a posix path: "*" and "?" stay
 within a path segment, "**" as a whole segment spans segments ("a/**/b", "**/x", "x/**"; elsewhere it is "*"),
 `[abc]` / `[!abc]` are character classes (never matching "/"), `{a,b}` are alternatives (nested ones too) and a
-backslash escapes the next character. `.gitignore` rules, grep's and glob's patterns, and permission rules
-(paths, hosts, MCP tool names) all go through it.
+backslash escapes the next character (`escape` makes a glob of a literal name, `unescape` gives it back).
+`.gitignore` rules, grep's and glob's patterns, and permission rules (paths, hosts, MCP tool names) all go
+through it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,20 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["compile_glob", "glob_regex"]
+__all__ = ["compile_glob", "escape", "glob_regex", "unescape"]
+
+_SPECIAL = re.compile(r"([*?\[\]{}\\])")
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def escape(text: str) -> str:
+    """`text` as a glob that matches exactly it: `*`, `?`, `[`, `]`, `{`, `}` and backslashes escaped."""
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def unescape(glob: str) -> str:
+    """What `escape` was given (backslash escapes removed), to show a literal glob as the name it matches."""
+    return _ESCAPED.sub(r"\1", glob)
 
 
 def glob_regex(glob: str) -> str:

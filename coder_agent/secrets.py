@@ -3,25 +3,40 @@
 A key variable is `CODER_AGENT_API_KEY`, the config's `api_key_env`, every credential variable litellm reads
 (`key_variables.KEY_VARIABLES`, generated from litellm's own metadata), and whole families where providers
 read several (`AWS_*`, `AZURE_*`, …). `child_environ()` is the agent's environment without them: what local
-commands and stdio MCP servers inherit (an MCP server's own `env` entry may still set one explicitly).
+commands, ripgrep and stdio MCP servers inherit (an MCP server's own `env` entry may still set one explicitly).
 `editor_terminal_env()` blanks them for commands run in the editor's terminal, whose environment the
-editor owns. As a second line of defence, `redact()` replaces the values of key variables wherever they
-would reach a permission request, a tool result, a log line or the session store.
+editor owns. `hide_environment()` keeps the agent's own environment from the processes it starts: on Linux
+the agent is made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to processes of the same
+user that lack CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of key variables
+wherever they would reach a permission request, a tool result, a session update, an error, a log line, the
+session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from coder_agent.key_variables import KEY_VARIABLES
+
+
+class _Model(Protocol):
+    def model_dump(self, *, by_alias: bool, exclude_none: bool) -> dict[str, Any]: ...
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Any: ...
+
+
+_M = TypeVar("_M", bound=_Model)
 
 API_KEY_ENV_VAR = "CODER_AGENT_API_KEY"
 KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_", "VERTEX_AI_", "WATSONX_",
                 "DATABRICKS_", "GOOGLE_CLOUD_CREDENTIALS", "GOOGLE_APPLICATION_CREDENTIALS")  # fmt: skip
 """Prefixes of variables removed whole: providers read several of each (keys, tokens, profiles, endpoints)."""
+PR_SET_DUMPABLE = 4
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: they would blank ordinary words."""
 
@@ -36,6 +51,21 @@ def add_key_variable(name: str | None) -> None:
 
 def is_key_variable(name: str) -> bool:
     return name == API_KEY_ENV_VAR or name in KEY_VARIABLES or name in _configured or name.startswith(KEY_FAMILIES)
+
+
+def hide_environment() -> bool:
+    """Make this process non-dumpable (Linux `PR_SET_DUMPABLE` 0), so a command the agent runs cannot read the
+    keys from `/proc/<agent pid>/environ` or attach to it. Children are dumpable again after their exec, and
+    hold no keys. Returns whether it took effect (False elsewhere, or if the call failed)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -79,6 +109,16 @@ def redact_data(data: Any) -> Any:
     if isinstance(data, list):
         return [redact_data(item) for item in data]
     return data
+
+
+def redact_model(model: _M) -> _M:
+    """A pydantic model (a session update) with key values redacted from every string in it; itself when no key
+    is set or none occurs."""
+    if not secret_values():
+        return model
+    data = model.model_dump(by_alias=True, exclude_none=True)
+    cleaned = redact_data(data)
+    return model if cleaned == data else type(model).model_validate(cleaned)
 
 
 class RedactingFilter(logging.Filter):

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import anyio
 from pydantic import ValidationError
 
+from coder_agent import secrets
 from coder_agent.acp.presentation import permission_options
 from coder_agent.errors import ClientError
 from coder_agent.permissions import Choice
@@ -102,7 +103,7 @@ class AcpClientBridge:
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""
-        wire = update.wire()
+        wire = secrets.redact_model(update).wire()
         if self.observer is not None and not live_only:
             self.observer(wire)
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})
@@ -187,10 +188,13 @@ class AcpClientBridge:
 
     # ---- files --------------------------------------------------------------------------------
 
-    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
+    ) -> str:
+        """Through the editor (which reads by path; `real` only binds the disk fallback)."""
         if not self.capabilities.fs.read_text_file:
             await self._fallback("files")
-            return await self._local.read_text_file(path, line=line, limit=limit)
+            return await self._local.read_text_file(path, line=line, limit=limit, real=real)
         params: dict[str, Any] = {"path": str(path)}
         if line is not None:
             params["line"] = line
@@ -204,10 +208,11 @@ class AcpClientBridge:
             raise BridgeError(f"The editor could not read {path}: {exc.message}") from None
         return ReadTextFileResponse.model_validate(result).content
 
-    async def write_text_file(self, path: Path, content: str) -> None:
+    async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
+        """Through the editor (which writes by path; `real` only binds the disk fallback)."""
         if not self.capabilities.fs.write_text_file:
             await self._fallback("files")
-            await self._local.write_text_file(path, content)
+            await self._local.write_text_file(path, content, real=real)
             return
         try:
             await self._call("fs/write_text_file", {"path": str(path), "content": content}, FS_TIMEOUT)

@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client import AcpClientBridge, Peer
 from coder_agent.acp.presentation import mode_state
 from coder_agent.agent.manager import SessionManager
-from coder_agent.errors import InvalidParams, MethodNotFound
+from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
 from coder_agent.protocol.schema import (
     AuthenticateRequest,
@@ -76,7 +77,11 @@ class AcpServer:
         handler = self._requests.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
-        return await handler(params)
+        try:
+            return await handler(params)
+        except RpcError as exc:  # a provider's message may echo the key it was sent
+            exc.message = secrets.redact(exc.message)
+            raise
 
     async def handle_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":

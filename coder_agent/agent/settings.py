@@ -1,10 +1,11 @@
 """Where a session's config comes from, and the model settings (with credentials) a config gives.
 
-`ConfigSource` is the `--config`/`--model` flags, the environment and the user's config file, fixed when
-the agent starts; `load(cwd)` adds the project file of a session's folder. A broken project file (it came
-with the repository) does not stop the session: it is left out and the problem is reported; any other
-broken source is a `ConfigInvalid` error naming the file and field. `model_settings` turns a config into
-what one model call needs, or raises `AuthRequired` / `ConfigInvalid` naming exactly what to set.
+`ConfigSource` is the `--config`/`--model` flags, the environment and the user's config file, fixed when the
+agent starts; `load(cwd)` adds the project file of a session's folder. A broken project file (it came with the
+repository) does not stop the session: it is left out and the problem is reported (so is a model string in it
+that names a server, which would carry the user's key there); any other broken source is a `ConfigInvalid` error
+naming the file and field. `model_settings` turns a config into what one model call needs, or raises
+`AuthRequired` / `ConfigInvalid` naming exactly what to set.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from coder_agent.model.base import ModelSettings
 
 log = logging.getLogger(__name__)
 
+IGNORED_MODEL = "a project file may not name a model by a server's address (set it in the user config)"
+
 
 @dataclass(frozen=True)
 class ConfigSource:
@@ -40,6 +43,27 @@ class ConfigSource:
 
     def load(self, cwd: Path | None) -> tuple[Config, list[str]]:
         """The config for a session in `cwd` (None: without a project file), and problems to tell the user."""
+        config, problems = self._layers(cwd)
+        if cwd is not None:
+            config, problems = self._without_project_endpoint(config, cwd, problems)
+        return config, problems
+
+    def _without_project_endpoint(self, config: Config, cwd: Path, problems: list[str]) -> tuple[Config, list[str]]:
+        """A project file's model string that names a server (`huggingface/https://…`): litellm would send the
+        user's key and the conversation there, so it is ignored, as `api_base` is."""
+        fields: dict[str, object] = {}
+        project = str(project_config_file(cwd))
+        if config.source_of("model") == project and config.model and "://" in config.model:
+            fields["model"] = self._layers(None)[0].model
+            problems = [*problems, f"{project_config_file(cwd)}: {IGNORED_MODEL}: {config.model!r}"]
+        if config.source_of("models") == project:
+            fields["models"] = [name for name in config.models if "://" not in name]
+        if not fields:
+            return config, problems
+        log.warning("%s: ignoring a model string that names a server", project_config_file(cwd))
+        return config.model_copy(update=fields), problems
+
+    def _layers(self, cwd: Path | None) -> tuple[Config, list[str]]:
         try:
             return self._load(cwd), []
         except ConfigError as exc:

@@ -24,6 +24,7 @@ from coder_agent.headless.events import Output, Permission
 from coder_agent.headless.render import content_lines
 from coder_agent.permissions import Choice
 from coder_agent.protocol.schema import ToolCallUpdate
+from coder_agent.visible import visible
 
 SHORT_ANSWERS = {"y": "allow_once", "yes": "allow_once", "n": "reject_once", "no": "reject_once", "a": "allow_always"}
 
@@ -54,11 +55,12 @@ class Answers:
         return answer
 
     async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> str:
-        title = call.title or "A tool call"
+        title = visible(call.title or "A tool call")
         console.print(Text.assemble(("? ", "bold yellow"), (title, "bold"), (f"  ({call.kind})", "dim")))
         for line in content_lines(call.content or []):
             console.print(line)
-        console.print(Text("  ".join(f"[{number}] {choice.label}" for number, choice in enumerate(choices, 1))))
+        labels = (f"[{number}] {visible(choice.label)}" for number, choice in enumerate(choices, 1))
+        console.print(Text("  ".join(labels)))
         discard_typed_ahead(self.terminal_fd)
         while True:
             console.print(Text(f"Answer 1-{len(choices)} (Enter: Reject): ", style="bold"), end="")

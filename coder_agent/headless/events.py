@@ -23,6 +23,7 @@ from coder_agent.protocol.schema import (
     ToolCallUpdate,
     UsageUpdate,
 )
+from coder_agent.secrets import redact_data
 
 
 @dataclass(frozen=True)
@@ -194,4 +195,4 @@ class StreamJsonOutput:
 
 
 def _write(stdout: Stdout, event: dict[str, Any]) -> None:
-    stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
+    stdout.write(json.dumps(redact_data(event), ensure_ascii=False) + "\n")

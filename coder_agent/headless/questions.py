@@ -18,6 +18,7 @@ from coder_agent.headless.answers import discard_typed_ahead, read_line
 from coder_agent.headless.events import Output
 from coder_agent.session import questions
 from coder_agent.session.questions import Answer, FormQuestion, Question
+from coder_agent.visible import visible
 
 
 class TerminalQuestions:
@@ -33,10 +34,10 @@ class TerminalQuestions:
             return questions.not_asked("this run has no terminal to ask on")
         self.output.pause()
         console = self.console
-        console.print(Text.assemble(("? ", "bold cyan"), (question.message, "bold")))
+        console.print(Text.assemble(("? ", "bold cyan"), (visible(question.message), "bold")))
         discard_typed_ahead(self.terminal_fd)
         if not isinstance(question, FormQuestion):
-            console.print(Text(f"  Open {question.url}", style="underline"))
+            console.print(Text(f"  Open {visible(question.url)}", style="underline"))
             console.print(Text("Press Enter when you are done there, or type n to decline: ", style="bold"), end="")
             typed = await read_line(self.terminal_fd)
             if typed is None:
@@ -56,11 +57,11 @@ class TerminalQuestions:
     async def _field(self, name: str, field: dict[str, Any], required: bool) -> Any:
         """One field's value (None: left empty), or _DISMISSED at the end of input."""
         assert self.console is not None
-        label = str(field.get("title") or name)
+        label = visible(str(field.get("title") or name))
         options = _options(field)
         many = field.get("type") == "array"
         if options:
-            listed = "  ".join(f"[{number}] {option}" for number, option in enumerate(options, 1))
+            listed = "  ".join(f"[{number}] {visible(str(option))}" for number, option in enumerate(options, 1))
             self.console.print(Text(f"  {listed}"))
         hint = "numbers, comma-separated" if many else "a number" if options else _kind_hint(field)
         while True:

@@ -1,8 +1,9 @@
 """`--output-format text`: the answer streamed to stdout; tool calls, diffs, the plan and notices compactly on stderr.
 
-Rendering is rich's: colours when stderr is a terminal (and `NO_COLOR` is unset), plain text when it is piped,
-and a spinner while the run waits on the model or a command. Text that reaches the terminal from the model or
-a tool is never read as markup. When stdout and stderr are the same terminal, a line of the answer is ended
+Rendering is rich's: colours when stderr is a terminal (and `NO_COLOR` is unset), plain text when it is piped, and
+a spinner while the run waits on the model or a command. Text that reaches the terminal from the model or a tool is
+never read as markup, and its control characters (escape sequences, bidirectional overrides) are shown as escapes,
+on stdout too when it is a terminal. When stdout and stderr are the same terminal, a line of the answer is ended
 before anything is written on stderr, so the two never share a line.
 """
 
@@ -28,6 +29,7 @@ from coder_agent.protocol.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
+from coder_agent.visible import visible
 
 DIFF_LINES = 40
 """Lines of a diff shown at most; the rest is counted."""
@@ -101,14 +103,14 @@ class TextOutput:
             self._wait("Thinking")
         elif isinstance(update, ToolCallStart):
             self.tool_since_text = True
-            self.titles[update.tool_call_id] = update.title
+            self.titles[update.tool_call_id] = visible(update.title)
             self.kinds[update.tool_call_id] = update.kind
             self.content[update.tool_call_id] = list(update.content or [])
             self._tool_line(update.tool_call_id)
             self._progress(update.tool_call_id, update.status, update.content)
         elif isinstance(update, ToolCallUpdate):
             if update.title:
-                self.titles[update.tool_call_id] = update.title
+                self.titles[update.tool_call_id] = visible(update.title)
             if update.content is not None:
                 self.content[update.tool_call_id] = list(update.content)
             self._progress(update.tool_call_id, update.status, update.content)
@@ -116,13 +118,13 @@ class TextOutput:
             lines = [Text("Plan", style="bold")]
             for entry in update.entries:
                 mark, style = PLAN_MARKS.get(entry.status, ("○", "dim"))
-                lines.append(Text.assemble(f"  {mark} ", (entry.content, style)))
+                lines.append(Text.assemble(f"  {mark} ", (visible(entry.content), style)))
             self._lines(lines)
         elif isinstance(update, NoticeUpdate):
             style = "red" if update.severity == "error" else "yellow"
-            text = Text.assemble(("! ", style), (update.title, style))
+            text = Text.assemble(("! ", style), (visible(update.title), style))
             if update.description:
-                text.append(f": {update.description}", style="dim")
+                text.append(f": {visible(update.description)}", style="dim")
             self._line(text)
         elif isinstance(update, CompactionUpdate):
             if update.status == "in_progress":
@@ -137,7 +139,7 @@ class TextOutput:
         if self.tool_since_text and self.answer_written:
             self.stdout.write("\n\n" if self.line_open else "\n")
         self.tool_since_text = False
-        self.stdout.write(text)
+        self.stdout.write(visible(text) if self.stdout.isatty() else text)
         self.answer_written = True
         self.line_open = not text.endswith("\n")
 
@@ -195,13 +197,13 @@ class TextOutput:
 def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:
     """A compact unified diff of one file: hunks with one line of context, at most `limit` lines."""
     if item.old_text is None:
-        new = item.new_text.splitlines()
+        new = _lines_of(item.new_text)
         lines = [Text(f"    new file, {len(new)} line{'' if len(new) == 1 else 's'}", style="dim")]
         lines += [Text(f"    + {line}", style="green") for line in new[: limit // 4]]
         if len(new) > limit // 4:
             lines.append(Text(f"    … {len(new) - limit // 4} more lines", style="dim"))
         return lines
-    diff = difflib.unified_diff(item.old_text.splitlines(), item.new_text.splitlines(), lineterm="", n=1)
+    diff = difflib.unified_diff(_lines_of(item.old_text), _lines_of(item.new_text), lineterm="", n=1)
     body = [line for line in diff if not line.startswith(("---", "+++"))]
     styles = {"+": "green", "-": "red", "@": "cyan"}
     lines = [Text(f"    {line}", style=styles.get(line[:1], "dim")) for line in body[:limit]]
@@ -212,7 +214,7 @@ def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:
 
 def failure_lines(content: Sequence[ToolCallContent]) -> list[Text]:
     """Why a call failed: the last lines of its text (a command's output ends with its error)."""
-    text = "\n".join(plain(text) for text in texts(content))
+    text = "\n".join(plain(visible(text)) for text in texts(content))
     lines = [line for line in text.splitlines() if line.strip()][-FAILURE_LINES:] or ["failed"]
     first = Text.assemble(("  ✗ ", "bold red"), (lines[0], "red"))
     return [first, *(Text(f"    {line}", style="red") for line in lines[1:])]
@@ -225,8 +227,14 @@ def content_lines(content: Sequence[ToolCallContent]) -> list[Text]:
         if isinstance(item, DiffContent):
             lines += diff_lines(item)
         else:
-            lines += [Text(f"    {line}") for text in texts([item]) for line in plain(text).splitlines()]
+            lines += [Text(f"    {line}") for text in texts([item]) for line in plain(visible(text)).splitlines()]
     return lines
+
+
+def _lines_of(text: str) -> list[str]:
+    """A file's lines as a terminal may show them: split at newlines only, anything that could hide text escaped."""
+    lines = visible(text.replace("\r\n", "\n")).split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def texts(content: Sequence[ToolCallContent]) -> list[str]:

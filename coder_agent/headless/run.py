@@ -3,7 +3,8 @@
 The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
 disk, local process groups, updates to the output format, permission questions to `answers`. The run's
 `--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
-the mode it had before, so an editor that reopens it does not inherit a `full-auto` given on a command line.
+the mode it had before (every save during the run too, so a run killed midway leaves it so), and an editor
+that reopens it does not inherit a `full-auto` given on a command line.
 
 Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
 killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
@@ -36,6 +37,7 @@ from coder_agent.headless.render import TextOutput, stderr_console
 from coder_agent.permissions import ModeName
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import SessionUpdate, StopReason
+from coder_agent.secrets import redact
 from coder_agent.session.local import LocalBridge
 from coder_agent.stdio import reserve_stdout
 from coder_agent.store import StoreError
@@ -109,13 +111,14 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
             try:
                 await _work(manager, options, bridge, state, tally, output)
             except RpcError as exc:
-                state.error = exc.message
+                state.error = redact(exc.message)
             except Exception as exc:
                 log.exception("coder-agent run failed")
-                state.error = f"Unexpected error: {exc} (the log has the details)"
+                state.error = redact(f"Unexpected error: {exc} (the log has the details)")
         with anyio.CancelScope(shield=True):
             if state.session is not None and state.mode_before is not None:
                 state.session.permissions.mode = state.mode_before  # the run's mode was for this run only
+                state.session.stored_mode = None
                 state.session.save_soon()
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
@@ -132,7 +135,7 @@ async def _work(
 ) -> None:
     session = await _open(manager, options, bridge, state)
     state.session = session
-    state.mode_before = session.permissions.mode
+    state.mode_before = session.stored_mode = session.permissions.mode
     _apply(manager, session, options)
     state.cost_before = session.conversation.cost
     tally.cwd = session.cwd

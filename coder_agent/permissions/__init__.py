@@ -5,7 +5,8 @@
 * `rules` — rule strings (`edit:src/**`, `execute:git status`, `execute:=…`, `fetch:host`) and how they match;
 * `always` — what an "always" answer remembers, and the choices a prompt offers;
 * `paths` — resolution (symlinks, `..`) and containment against the session's roots;
-* `shell` and `programs` — command lines parsed into simple commands, wrappers, interpreters, write flags;
+* `shell`, `words`, `programs` and `writes` — command lines parsed into simple commands (words unquoted as
+  bash does), wrappers, interpreters, the files they write;
 * `network` — where a fetch goes (resolved once, local and private addresses told apart).
 
 Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter before a command is checked.

@@ -22,9 +22,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from coder_agent.globs import escape, unescape
 from coder_agent.permissions.policy import Action, PermissionPolicy
 from coder_agent.permissions.programs import remembered_as_prefix
 from coder_agent.permissions.rules import PATH_KINDS, Rule, folder_rule
+from coder_agent.visible import visible
 
 SAMPLING_PREFIX = "sampling/"
 """Sampling requests of MCP servers are permitted as the tool `sampling/<server>`."""
@@ -68,8 +70,11 @@ class Offer:
 
 
 def offer(policy: PermissionPolicy, action: Action) -> Offer:
-    """What "always allow" and "always reject" would remember for this action."""
+    """What "always allow" and "always reject" would remember for this action (no "always" whose rule holds
+    characters its label could not show: escapes, zero-width or bidirectional ones)."""
     allow, deny = _candidates(policy, action)
+    if any(visible(str(rule)) != str(rule) for rule in (*allow, *deny)):
+        return Offer((), ())
     if allow and policy.with_session_rules(allow=allow).decide(action).decision != "allow":
         allow = ()
     if deny and policy.with_session_rules(deny=deny).decide(action).decision != "deny":
@@ -85,7 +90,7 @@ def _candidates(policy: PermissionPolicy, action: Action) -> tuple[tuple[Rule, .
         rules = _command_rules(policy, action)
         return rules, rules
     if action.kind == "fetch" and action.target is not None:
-        rule = Rule("fetch", action.target.host)
+        rule = Rule("fetch", escape(action.target.host))
         return (() if action.target.local else (rule,)), (rule,)
     if action.kind in PATH_KINDS and action.places:
         rules = tuple(dict.fromkeys(folder_rule(action.kind, place) for place in action.places))
@@ -125,13 +130,13 @@ def _describe(rule: Rule) -> str:
     if rule.kind == "execute":
         return f"exactly `{rule.pattern[1:]}`" if rule.exact else f"`{rule.pattern} …` commands"
     if rule.kind == "fetch":
-        return f"fetches from {rule.pattern}"
+        return f"fetches from {unescape(rule.pattern)}"
     if rule.pattern.startswith(SAMPLING_PREFIX):
         return f"completions for the MCP server `{rule.pattern.removeprefix(SAMPLING_PREFIX)}`"
     if rule.pattern.startswith("mcp__"):
         return f"`{rule.pattern}` calls"
     if rule.kind in PATH_KINDS:
-        where = "the workspace" if rule.pattern == "**" else f"`{rule.pattern.removesuffix('/**')}/`"
+        where = "the workspace" if rule.pattern == "**" else f"`{unescape(rule.pattern.removesuffix('/**'))}/`"
         return f"{NOUNS[rule.kind]} in {where}"
     return f"{rule.kind} calls"
 
@@ -156,5 +161,5 @@ def _restorable(rule: Rule) -> bool:
             return True
         return rule.pattern not in ("", "*") and remembered_as_prefix(rule.words) == rule.words
     if rule.kind == "fetch":
-        return rule.pattern not in ("", "*") and not any(c in rule.pattern for c in "*?")
+        return rule.pattern != "" and escape(unescape(rule.pattern)) == rule.pattern
     return True

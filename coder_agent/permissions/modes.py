@@ -35,7 +35,8 @@ MODES: dict[ModeName, ModeInfo] = {
         ModeInfo(
             "accept-edits",
             "Accept edits",
-            "Edits files in the workspace without asking; asks before commands and fetches.",
+            "Edits files in the workspace without asking (but asks for .git/ and .coder-agent/); asks before "
+            "commands and fetches.",
         ),
         ModeInfo(
             "full-auto",

@@ -5,7 +5,8 @@
 move it. An address counts as local unless it is globally routable: loopback (127/8, ::1), private
 (10/8, 172.16/12, 192.168/16, fc00::/7), link-local and cloud metadata (169.254/16, fe80::/10), shared
 (100.64/10), unspecified (0.0.0.0, ::), multicast, documentation and reserved ranges. IPv6 forms that
-carry an IPv4 address (IPv4-mapped, 6to4, Teredo, NAT64) are judged by the IPv4 address inside.
+carry an IPv4 address (IPv4-mapped, IPv4-compatible, IPv4-translated, 6to4, Teredo, NAT64) are judged by
+the IPv4 address inside; deprecated site-local addresses (fec0::/10) count as local.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+CARRY_IPV4 = (NAT64, ipaddress.ip_network("::/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
+"""NAT64, IPv4-compatible (deprecated, still routed by some stacks) and IPv4-translated (SIIT) forms."""
+SITE_LOCAL = ipaddress.ip_network("fec0::/10")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -56,10 +60,12 @@ def why_local(address: str) -> str | None:
     ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
         inner = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if inner is None and ip in NAT64:
+        if inner is None and any(ip in net for net in CARRY_IPV4) and int(ip) > 1:
             inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if inner is not None:
             return why_local(str(inner))
+        if ip in SITE_LOCAL:
+            return "a site-local address"
     if ip.is_loopback:
         return "a loopback address"
     if ip.is_link_local:

@@ -8,11 +8,16 @@
 3. **Containment**: a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
+   So does a change to a file with other hard links (one may be outside). A file tool's change inside
+   `.git/` or `.coder-agent/` asks too, outside full-auto, unless a rule in the
+   user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say.
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
-   every simple command of a command line the parser understood, the host, the MCP tool.
+   every simple command of a command line the parser understood, the host, the MCP tool. A command whose
+   arguments hold the words of a command deny rule (`strace rm f`) is covered only by an exact rule.
 5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `full-auto`
-   allows everything (a command line the parser could not follow still asks when command deny rules exist,
-   since they could not be checked against it); anything else asks.
+   allows everything (a command line the parser could not follow, or a command whose arguments hold the
+   words of a command deny rule, still asks, since the deny rules could not be checked against it); anything
+   else asks.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from coder_agent.permissions.modes import DEFAULT_MODE, ModeName
 from coder_agent.permissions.network import FetchTarget
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.rules import ANY, PATH_KINDS, Rule
-from coder_agent.permissions.shell import CommandLine
+from coder_agent.permissions.shell import CommandLine, SimpleCommand
 
 if TYPE_CHECKING:
     from coder_agent.protocol.content import ToolKind
@@ -34,6 +39,9 @@ if TYPE_CHECKING:
 Decision = Literal["allow", "ask", "deny"]
 QUIET_KINDS = frozenset({"read", "search", "think"})
 READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
+CHANGE_KINDS = frozenset({"edit", "delete", "move"})
+PROTECTED_FOLDERS = frozenset({".git", ".coder-agent"})
+"""Changed by a file tool, these ask outside full-auto unless a rule in the user's own config names them."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ class PermissionPolicy:
             return Verdict("deny", f"denied by the rule `{rule}`")
         if self.mode == "read-only" and action.kind not in READ_ONLY_KINDS:
             return Verdict("deny", "the session is in read-only mode; switch the mode to allow changes and commands")
-        if (reason := self._beyond_the_workspace(action)) is not None:
+        if (reason := self._beyond_the_workspace(action) or self._protected(action)) is not None:
             return Verdict("ask", reason)
         if (rules := self._allowing_rules(action)) is not None:
             return Verdict("allow", f"allowed by {', '.join(f'`{r}`' for r in rules)}")
@@ -89,7 +97,7 @@ class PermissionPolicy:
         for rule in (*self.deny, *self.session_deny):
             if rule.applies_to(action.kind) and _matches(rule, action, for_deny=True):
                 return rule
-            if rule.applies_to("edit") and any(rule.matches_place(p) for p in action.writes):
+            if rule.applies_to("edit") and any(rule.matches_place(p, fold=True) for p in action.writes):
                 return rule
         return None
 
@@ -99,9 +107,13 @@ class PermissionPolicy:
         for place in action.places:
             if not place.inside and not self._user_names(action.kind, place):
                 return f"{place.real} is outside the workspace"
+            if place.links > 1 and action.kind in CHANGE_KINDS and not self._user_names(action.kind, place):
+                return f"{place.real} has {place.links} hard links: the same file may also be outside the workspace"
         for place in action.writes:
             if not place.inside and not self._user_names("edit", place):
                 return f"the command writes {place.real}, outside the workspace"
+            if place.links > 1 and not self._user_names("edit", place):
+                return f"the command writes {place.real}, which has {place.links} hard links (one may be outside)"
         target = action.target
         if target is not None and target.local is not None and not self._user_names_host(target.host):
             return target.local
@@ -115,6 +127,20 @@ class PermissionPolicy:
         """Whether the user's own config names this host exactly (no wildcard reaches a local address)."""
         return any(r.applies_to("fetch") and r.matches_host(host, explicit=True) for r in self.allow)
 
+    def _protected(self, action: Action) -> str | None:
+        """A file tool changing `.git/` or `.coder-agent/` outside full-auto: their files decide what git and the
+        agent run, so an edit there would turn an allowed `git status` into any command."""
+        if self.mode == "full-auto" or action.kind not in CHANGE_KINDS or action.tool is not None:
+            return None
+        for place in action.places:
+            name = next((part for part in place.relative.split("/") if part in PROTECTED_FOLDERS), None)
+            if name is None or any(
+                r.applies_to(action.kind) and name in r.pattern and r.matches_place(place) for r in self.allow
+            ):
+                continue
+            return f"{place.relative} is in `{name}`, whose files decide what git or the agent runs"
+        return None
+
     # ---- 4. allow -------------------------------------------------------------------------------
 
     def _allowing_rules(self, action: Action) -> list[Rule] | None:
@@ -125,7 +151,8 @@ class PermissionPolicy:
                 return None
             used: list[Rule] = []
             for command in line.commands:
-                rule = next((r for r in rules if r.covers(command)), None)
+                exact_only = self._mentioning_rule(command) is not None
+                rule = next((r for r in rules if r.covers(command) and (r.exact or not exact_only)), None)
                 if rule is None:
                     return None
                 used.append(rule)
@@ -144,6 +171,10 @@ class PermissionPolicy:
                 return Verdict(
                     "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
                 )
+            for command in line.commands if line is not None else ():
+                if (rule := self._mentioning_rule(command)) is not None:
+                    program = command.argv[0] if command.argv else "an assignment"
+                    return Verdict("ask", f"`{program}` is given the words of the deny rule `{rule}` and may run them")
             return Verdict("allow", "full-auto mode")
         if self.mode == "accept-edits" and action.kind == "edit" and action.tool is None:
             return Verdict("allow", "accept-edits mode")
@@ -151,6 +182,10 @@ class PermissionPolicy:
 
     def _command_deny_rules(self) -> list[Rule]:
         return [r for r in (*self.deny, *self.session_deny) if r.applies_to("execute")]
+
+    def _mentioning_rule(self, command: SimpleCommand) -> Rule | None:
+        """A command deny rule whose words are among the command's arguments (see `Rule.mentioned_in`)."""
+        return next((r for r in self._command_deny_rules() if r.mentioned_in(command)), None)
 
     # ---- remembering ----------------------------------------------------------------------------
 
@@ -189,6 +224,6 @@ def _matches(rule: Rule, action: Action, *, for_deny: bool) -> bool:
     if action.kind == "fetch" and action.target is not None:
         return rule.matches_host(action.target.host)
     if action.kind in PATH_KINDS and action.places:
-        hits = [rule.matches_place(place) for place in action.places]
+        hits = [rule.matches_place(place, fold=for_deny) for place in action.places]
         return any(hits) if for_deny else all(hits)
     return rule.pattern in ANY or rule.pattern == "**"

@@ -1,11 +1,12 @@
-"""What the policy knows about programs: wrappers it sees through, shells and interpreters, flags that write files.
+"""What the policy knows about programs: wrappers it sees through, shells and interpreters, flags that run others.
 
-`unwrap(words)` peels wrappers off one simple command (`sudo nice -n 5 rm x` → `rm x`), saying for each
-layer whether an allow rule for the inner command may still apply (`nice` yes, `sudo` no), which words
-start a shell command string to parse again (`bash -c '…'`, `watch '…'`, `eval …`), and what it could not
-follow. `write_targets` finds the files a command's flags write. `remembered_as_prefix` says which programs
-an "always" may remember as a word prefix: never a shell, an interpreter, a wrapper or a program whose
-every use can do anything (`rm`, `curl`, `ssh`, …); those are only ever remembered as the exact command.
+`unwrap(words)` peels wrappers off one simple command (`sudo nice -n 5 rm x` → `rm x`), saying for each layer
+whether an allow rule for the inner command may still apply (`nice` yes, `sudo` no), which words start a shell
+command string to parse again (`bash -c '…'`, `watch '…'`, `eval …`), and what it could not follow;
+`runs_commands` finds flags that run another command (what a command writes is in `writes`).
+`remembered_as_prefix` says which programs an "always" may remember as a word prefix: never a shell, an
+interpreter, a wrapper or a program whose every use can do anything (`rm`, `curl`, `ssh`, …); those are only
+ever remembered as the exact command.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from coder_agent.permissions.words import reads_input
 
 SYSTEM_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "posh", "su"})
@@ -44,37 +47,18 @@ MULTI_WORD_COMMANDS = frozenset(
 )  # fmt: skip
 """Tools whose first word after the program is a subcommand: `git status` is remembered, not `git`."""
 
-GENERIC_WRITE_FLAGS = frozenset(
-    {
-        "--output", "--output-file", "--output-dir", "--output-directory", "--out", "--outfile", "--out-file",
-        "--outdir", "--out-dir", "--log-file", "--logfile", "--junitxml", "--junit-xml", "--basetemp", "--html",
-        "--report-log", "--resultlog", "--cov-report", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii",
-        "--stderr", "--in-place", "--directory-prefix", "--output-document", "--append-output", "--remote-name",
-        "--remote-name-all", "--target-dir", "--cache-dir", "--html-report", "--xml-report", "--write",
-    }
-)  # fmt: skip
-"""Long flags that make any program write a file (their value, or a name it picks)."""
-SHORT_WRITE_FLAGS: dict[str, frozenset[str]] = {
-    "curl": frozenset({"-o", "-O", "-D", "-c"}),
-    "wget": frozenset({"-O", "-o", "-a", "-P"}),
-    "sort": frozenset({"-o"}),
-    "git": frozenset({"-o"}),
-    "ruff": frozenset({"-o"}),
-    "patch": frozenset({"-o"}),
-    "pandoc": frozenset({"-o"}),
-    "openssl": frozenset({"-out"}),
-    "unzip": frozenset({"-d"}),
-    "javac": frozenset({"-d"}),
-    **{cc: frozenset({"-o"}) for cc in ("cc", "gcc", "g++", "c++", "clang", "clang++", "go", "rustc", "ld", "as")},
-}
-VALUELESS_WRITE_FLAGS = frozenset({"-O", "--remote-name", "--remote-name-all", "--in-place"})
 EXEC_FLAGS = frozenset(
     {
         "--pre", "--to-command", "--checkpoint-action", "--use-compress-program", "--rsh", "--upload-pack",
         "--receive-pack", "--exec", "--exec-batch", "--config-env", "--editor", "--pager", "--command", "--eval",
         "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
+        "--script-shell", "--node-options", "--exec-path", "--unzip-command", "--rsh-command", "--info-script",
+        "--new-volume-script",
     }
 )  # fmt: skip
+MAKES = frozenset({"make", "gmake", "bmake", "remake"})
+MAKE_FILE_FLAGS = ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "-E")
+"""make's options that read recipes from elsewhere (another makefile, folder or included file)."""
 """Long flags that make a program run another command: like write flags, part of what the user approves."""
 SHORT_EXEC_FLAGS: dict[str, frozenset[str]] = {
     "fd": frozenset({"-x", "-X"}),
@@ -294,7 +278,8 @@ def _shell(words: Sequence[str], start: int, out: Unwrapped) -> None:
         out.argv = list(range(start, len(words)))
         out.transparent = False
         return
-    if i >= len(words) or "s" in "".join(w[1:] for w in words[start + 1 : i] if w.startswith("-")):
+    given_s = "s" in "".join(w[1:] for w in words[start + 1 : i] if w.startswith("-"))
+    if i >= len(words) or given_s or reads_input(words[i]):
         out.problem = f"`{base_name(words[start])}` would run commands from its input, which cannot be checked"
         return
     out.argv = list(range(start, len(words)))  # a script file: an interpreter the policy cannot see into
@@ -322,6 +307,10 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
                     out.code.append((words[k + 1], k + 1, False))
                 elif words[k].startswith("--command="):
                     out.problem = "`script --command=…`: give the command as a separate word"
+            return out
+        if name in ("at", "batch") and not any(w in ("-l", "-d", "-r", "-c", "-f") for w in words[i + 1 :]):
+            out.layers.append(i)
+            out.problem = f"`{name}` would run commands from its input, which cannot be checked"
             return out
         if name == "eval":
             out.layers.append(i)
@@ -357,6 +346,8 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
             if after >= len(words):
                 if spec.default:
                     return out  # xargs alone runs echo: nothing more to check
+                if any(base_name(words[k]) == "xargs" for k in out.layers[:-1]):
+                    out.problem = f"`xargs` gives `{name}` the command to run from its input, which cannot be checked"
                 out.argv = list(range(i, len(words)))  # the wrapper alone (`env`, `sudo -v`)
                 return out
             i = after
@@ -383,34 +374,13 @@ def _xargs_placeholder(options: Sequence[str]) -> str | None:
 
 
 def runs_commands(argv: Sequence[str]) -> bool:
-    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`)."""
-    short = SHORT_EXEC_FLAGS.get(base_name(argv[0]), frozenset()) if argv else frozenset()
+    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`), or,
+    for make, its arguments choose the recipes (`SHELL=x`, `CC=x`, `-f other.mk`)."""
+    name = base_name(argv[0]) if argv else ""
+    short = SHORT_EXEC_FLAGS.get(name, frozenset())
+    if name in MAKES and any(is_assignment(word) or word.startswith(MAKE_FILE_FLAGS) for word in argv[1:]):
+        return True
     return any(word.partition("=")[0] in EXEC_FLAGS or word in short for word in argv[1:])
-
-
-def write_targets(argv: Sequence[str]) -> list[str]:
-    """Files a command's own flags write (`--output=x`, `curl -o x`, `tee x`, `sed -i`, `dd of=x`, find -fprint)."""
-    if not argv:
-        return []
-    name = base_name(argv[0])
-    short = SHORT_WRITE_FLAGS.get(name, frozenset())
-    found: list[str] = []
-    for i, word in enumerate(argv[1:], start=1):
-        head, eq, value = word.partition("=")
-        nxt = argv[i + 1] if i + 1 < len(argv) else ""
-        if head in GENERIC_WRITE_FLAGS or head in short:
-            found.append(value if eq else "" if head in VALUELESS_WRITE_FLAGS else nxt)
-        elif name == "tee" and not word.startswith("-"):
-            found.append(word)
-        elif name in ("sed", "gsed", "perl") and re.match(r"-[A-Za-z]*i", word) and not word.startswith("--"):
-            found.append("")  # in-place editing of its input files
-        elif name == "dd" and head == "of":
-            found.append(value)
-        elif name == "find" and word in ("-fprint", "-fprint0", "-fprintf", "-fls"):
-            found.append(nxt)
-        elif name == "find" and word == "-delete":
-            found.append("")
-    return found
 
 
 def remembered_as_prefix(argv: Sequence[str]) -> tuple[str, ...] | None:

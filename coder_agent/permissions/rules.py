@@ -3,13 +3,16 @@
 * Path kinds (`read`, `edit`, `delete`, `move`, `search`): a glob (`*` within a folder, `**` any depth).
   A relative glob is relative to the session's folder and only ever matches inside it (`edit:**` is the
   whole workspace, never more); an absolute glob (`edit:/srv/data/**`) matches resolved paths anywhere, and
-  only an absolute glob in the user's own config can let a tool reach outside the workspace unasked.
+  only an absolute glob in the user's own config can let a tool reach outside the workspace unasked. As
+  deny rules, path globs and program names ignore case and Unicode normal form (`fold_case`).
 * `execute`: `execute:git status` covers a simple command whose words start with `git status` and whose
   other words hold no write flag; it never covers a command run through `sudo`, `xargs`, `find -exec`,
   env assignments, or one that writes files (redirections, `tee`, `--output`): only an exact rule does,
   `execute:=<command as written>`. `execute:*` covers every command the parser understands. As a deny
   rule, `execute:git push` matches any command (or wrapper layer) of the program `git` whose later words
-  include `push` (in that order), so `git -C x push` and `/usr/bin/git push` are caught too.
+  include `push` (in that order), so `git -C x push` and `/usr/bin/git push` are caught too. Its words among
+  another command's arguments (`strace git push`, `ssh host git push`, `git -c alias.p='!git push' p`) make
+  that command ask (`mentioned_in`): a program that runs its arguments cannot be followed in general.
 * `fetch`: a host (`fetch:docs.python.org`, `fetch:*.python.org`, `fetch:*`). Only a rule naming the host
   exactly lets a fetch reach a local or private address.
 * MCP tools: a glob over the tool's name (`other:mcp__github__*`).
@@ -20,15 +23,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
-from coder_agent.globs import compile_glob, glob_regex
+from coder_agent.globs import compile_glob, escape, glob_regex, unescape
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.programs import base_name, program_name
-from coder_agent.permissions.shell import SimpleCommand, analyse, is_write_flag
+from coder_agent.permissions.shell import SimpleCommand, analyse
+from coder_agent.permissions.writes import is_write_flag
 
 PATH_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 ANY = frozenset({"", "*"})
@@ -68,15 +73,21 @@ class Rule:
     def absolute(self) -> bool:
         return self.pattern.startswith(("/", "~"))
 
-    def matches_place(self, place: Place) -> bool:
-        """A relative glob matches inside the session folder only; an absolute one matches the resolved path."""
+    def matches_place(self, place: Place, *, fold: bool = False) -> bool:
+        """A relative glob matches inside the session folder only; an absolute one matches the resolved path.
+        `fold` (deny rules): case and Unicode normal form are ignored, since a case-insensitive file system
+        (macOS, Windows) reaches `SRC/a.py` as `src/a.py`."""
         if self.absolute:
-            return _glob(_real_pattern(self.pattern)).fullmatch(place.real.as_posix()) is not None
-        if not place.in_cwd:
+            pattern, subject = _real_pattern(self.pattern), place.real.as_posix()
+        elif not place.in_cwd:
             return False
-        if self.pattern in ANY or self.pattern == "**":
+        elif self.pattern in ANY or self.pattern == "**":
             return True
-        return _glob(self.pattern.removeprefix("./")).fullmatch(place.relative) is not None
+        else:
+            pattern, subject = self.pattern.removeprefix("./"), place.relative
+        if fold:
+            return _glob(fold_case(pattern)).fullmatch(fold_case(subject)) is not None
+        return _glob(pattern).fullmatch(subject) is not None
 
     # ---- commands -------------------------------------------------------------------------------
 
@@ -115,13 +126,26 @@ class Rule:
             return False
         if self.pattern in ANY:
             return True
-        if not self.words or not invocation or base_name(self.words[0]) != base_name(invocation[0]):
+        if not self.words or not invocation or _program(self.words[0]) != _program(invocation[0]):
             return False
         rest = iter(invocation[1:])
         return all(any(word == got for got in rest) for word in self.words[1:])
 
     def denies_command(self, command: SimpleCommand) -> bool:
         return self.exact and command.text in self.exact_texts
+
+    def mentioned_in(self, command: SimpleCommand) -> bool:
+        """As a deny rule: whether its words appear among the command's arguments, in order (`strace rm f`,
+        `git -c alias.x='!rm f' x`): a program that runs its arguments could run the denied one."""
+        if self.exact or self.pattern in ANY or not self.words:
+            return False
+        first, tokens = _program(self.words[0]), command.mentions
+        for i, token in enumerate(tokens):
+            if _program(token) == first:
+                rest = iter(tokens[i + 1 :])
+                if all(any(word == got for got in rest) for word in self.words[1:]):
+                    return True
+        return False
 
     # ---- hosts and tools ------------------------------------------------------------------------
 
@@ -136,6 +160,16 @@ class Rule:
         return self.pattern in ANY or _glob(self.pattern).fullmatch(tool) is not None
 
 
+def fold_case(text: str) -> str:
+    """`text` with case and Unicode normal form folded away (deny rules match what a file system may equate)."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _program(word: str) -> str:
+    """A program's name as a deny rule compares it: `/bin/rm`, `./RM` and `rm` are all `rm`."""
+    return fold_case(base_name(word))
+
+
 @cache
 def _exact_texts(line: str) -> frozenset[str]:
     return frozenset(command.text for command in analyse(line).commands)
@@ -145,10 +179,11 @@ def _exact_texts(line: str) -> frozenset[str]:
 def _real_pattern(pattern: str) -> str:
     """An absolute glob with its fixed folder part resolved (a rule for `/home/u/x/**` matches where it leads)."""
     pattern = os.path.expanduser(pattern)
-    fixed, _, _ = re.split(r"([*?\[])", pattern, maxsplit=1)[0].rpartition("/")
+    fixed, _, _ = re.split(r"(?<!\\)([*?\[{])", pattern, maxsplit=1)[0].rpartition("/")
+    fixed = unescape(fixed)
     folder = os.path.realpath(fixed or "/")
-    tail = pattern[len(fixed) :]
-    return (folder.rstrip("/") + tail) if tail else folder
+    tail = pattern[len(escape(fixed)) :]
+    return (escape(folder).rstrip("/") + tail) if tail else escape(folder)
 
 
 @cache
@@ -160,8 +195,9 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def folder_rule(kind: str, place: Place) -> Rule:
-    """The rule for a path's folder: relative inside the session folder, absolute in another root or outside."""
+    """The rule for a path's folder: relative inside the session folder, absolute in another root or outside.
+    The folder's name is escaped, so a folder named `**` gives a rule for that folder alone."""
     if place.in_cwd:
         folder = place.relative.rpartition("/")[0]
-        return Rule(kind, f"{folder}/**" if folder else "**")
-    return Rule(kind, f"{Path(place.real).parent.as_posix().rstrip('/')}/**")
+        return Rule(kind, f"{escape(folder)}/**" if folder else "**")
+    return Rule(kind, f"{escape(Path(place.real).parent.as_posix().rstrip('/'))}/**")

@@ -15,29 +15,27 @@ first use, never at startup.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from coder_agent.permissions.programs import (
-    EXEC_FLAGS,
-    GENERIC_WRITE_FLAGS,
-    SHELLS,
-    SHORT_WRITE_FLAGS,
-    base_name,
-    program_name,
-    runs_commands,
-    unwrap,
-    write_targets,
+from coder_agent.permissions.programs import SHELLS, base_name, program_name, runs_commands, unwrap
+from coder_agent.permissions.words import (
+    joins_words,
+    node_text,
+    reads_input,
+    redirection_texts,
+    unescape,
+    unescape_double,
 )
+from coder_agent.permissions.writes import SHORT_WRITE_FLAGS, file_operands, write_targets
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 MAX_DEPTH = 8
-HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
-WRITE_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | {
     "pytest", "py.test", "mypy", "tsc", "cargo", "eslint", "prettier", "jest", "vitest", "coverage", "tee", "sed",
     "dd", "find", "ruff", "black", "npm", "pnpm", "yarn", "uv", "pip",
@@ -48,6 +46,7 @@ RESERVED = frozenset(
      "select", "{", "}", "!", "[[", "]]", "coproc"}
 )  # fmt: skip
 """Shell keywords: seen as a command name, the grammar misread the line (`! if …`), so it is not understood."""
+_TOKEN = re.compile(r"[A-Za-z0-9_./+~-]+")
 EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
@@ -71,6 +70,12 @@ class SimpleCommand:
     """The source of the statement it belongs to, as written: what an exact rule for it names."""
     wrapped: bool = False
     """It runs through a wrapper (`timeout 5 pytest`): an "always" for it remembers the exact command."""
+    touches: tuple[str, ...] = ()
+    """Files it changes by naming them as operands (`rm x`, `cp a DEST`): judged like `writes` for where they
+    are, without making the command exact-only."""
+    mentions: tuple[str, ...] = ()
+    """The words of its arguments, assignments and wrappers split at shell punctuation (`alias.x=!rm f` gives
+    `alias.x`, `rm`, `f`): a program it may run from its arguments is among them."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ class CommandLine:
     """Every word list a deny rule is held against: each command, and each wrapper layer with what it runs."""
     problems: tuple[str, ...] = ()
     """Why the line is not understood; empty when it is."""
+    directories: tuple[str | None, ...] = ()
+    """Where its `cd`s and `pushd`s go, in order (None: somewhere the parser cannot tell): relative files it
+    writes may be there too."""
 
     @property
     def understood(self) -> bool:
@@ -102,8 +110,12 @@ def _parser() -> Parser:
 def analyse(line: str) -> CommandLine:
     """The simple commands `line` runs; see the module docstring."""
     walker = _Walker()
-    walker.parse(line, 0)
-    return CommandLine(line, tuple(walker.commands), tuple(dict.fromkeys(walker.invocations)), tuple(walker.problems))
+    try:
+        walker.parse(line, 0)
+    except RecursionError:
+        walker.problem("the line is nested too deep to follow")
+    invocations = tuple(dict.fromkeys(walker.invocations))
+    return CommandLine(line, tuple(walker.commands), invocations, tuple(walker.problems), tuple(walker.directories))
 
 
 @dataclass
@@ -117,6 +129,7 @@ class _Walker:
     commands: list[SimpleCommand] = field(default_factory=list)
     invocations: list[tuple[str, ...]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    directories: list[str | None] = field(default_factory=list)
     forced_exact: bool = False
     """Inside a command string run through a wrapper that is not transparent (`sudo bash -c '…'`)."""
     context: str = ""
@@ -148,6 +161,8 @@ class _Walker:
         if "\x00" in line:
             self.problem("a NUL character")
             return
+        if joins_words(line):
+            self.problem("a backslash-newline inside a word (bash joins the word's two halves)")
         tree = _parser().parse(line.encode("utf-8"))
         if tree.root_node.has_error:
             self.problem("the shell syntax could not be parsed")
@@ -168,7 +183,7 @@ class _Walker:
             for child in own:
                 self.redirect(child, depth)
             saved = self.origin
-            self.origin = self.origin or _text(node)
+            self.origin = self.origin or node_text(node)
             try:
                 for child in node.named_children:
                     if child not in own:
@@ -185,11 +200,11 @@ class _Walker:
             self.add([self.word(a) for a in assignments], [], [], redirects, assignments_only=True)
         elif kind in ("declaration_command", "unset_command"):
             self.substitutions(node, depth)
-            words = [_Word(_text(node.children[0]), True), *(self.word(c) for c in node.named_children)]
+            words = [_Word(node_text(node.children[0]), True), *(self.word(c) for c in node.named_children)]
             self.add([], words, [], redirects, depth=depth)
         elif kind in ("raw_string", "word", "ansi_c_string", "string_content"):
-            self.code_like(_text(node))
-        elif kind == "expansion" and "@P" in _text(node):
+            self.code_like(node_text(node))
+        elif kind == "expansion" and "@P" in node_text(node):
             self.problem("a prompt expansion (`${…@P}`) can run commands")
         else:
             for child in node.children:
@@ -200,7 +215,10 @@ class _Walker:
         if node.type != "heredoc_redirect":
             self.substitutions(node, depth)
             return
+        start = next((node_text(c) for c in node.named_children if c.type == "heredoc_start"), "")
         for child in node.named_children:
+            if child.type == "heredoc_body" and not any(q in start for q in "'\"\\") and "`" in node_text(child):
+                self.problem("a here-document holds a backtick, which bash runs")
             if child.type in ("heredoc_body", "file_redirect"):
                 self.substitutions(child, depth)
             elif child.type not in ("heredoc_start", "heredoc_end", "heredoc_content"):
@@ -213,8 +231,10 @@ class _Walker:
         elif node.type in ("command_substitution", "process_substitution"):
             for statement in node.named_children:
                 self.walk(statement, depth, ())
-        elif node.type == "expansion" and "@P" in _text(node):
+        elif node.type == "expansion" and "@P" in node_text(node):
             self.problem("a prompt expansion (`${…@P}`) can run commands")
+        elif node.type in ("word", "string_content") and "`" in node_text(node):
+            self.problem("a backtick the grammar did not read as a command, which bash runs")
         else:
             for child in node.children:
                 self.substitutions(child, depth)
@@ -227,9 +247,9 @@ class _Walker:
 
     def word(self, node: Node) -> _Word:
         kind = node.type
-        text = _text(node)
+        text = node_text(node)
         if kind == "word":
-            value = _unescape(text)
+            value = unescape(text)
             literal = not any(c in text for c in "*?[{") and not text.startswith("~")
             result = _Word(value, literal)
         elif kind == "number":
@@ -241,7 +261,7 @@ class _Walker:
         elif kind in ("string", "translated_string"):
             parts = [c for c in node.named_children]
             literal = all(c.type == "string_content" for c in parts)
-            value = "".join(_unescape_double(_text(c)) for c in parts) if literal else text
+            value = "".join(unescape_double(node_text(c)) for c in parts) if literal else text
             result = _Word(value, literal)
         elif kind == "concatenation":
             pieces = [self.word(c) for c in node.named_children]
@@ -252,7 +272,7 @@ class _Walker:
             name_node = node.child_by_field_name("name")
             value_node = node.child_by_field_name("value")
             inner = self.word(value_node) if value_node is not None else _Word("", True)
-            prefix = _text(name_node) if name_node is not None else text.partition("=")[0]
+            prefix = node_text(name_node) if name_node is not None else text.partition("=")[0]
             op = "+=" if text[len(prefix) :].startswith("+=") else "="
             result = _Word(f"{prefix}{op}{inner.value}", inner.literal)
         else:
@@ -279,7 +299,7 @@ class _Walker:
                 words.append(self.word(child.named_children[0]) if child.named_children else _Word("", False))
             elif child.type != "comment":
                 words.append(self.word(child))
-        self.add(assignments, words, own_redirects, redirects, depth=depth, origin=self.origin or _text(node))
+        self.add(assignments, words, own_redirects, redirects, depth=depth, origin=self.origin or node_text(node))
 
     def add(
         self,
@@ -294,14 +314,17 @@ class _Walker:
         origin: str = "",
     ) -> None:
         """Record one simple command: unwrap it, find what it writes, and whether a prefix rule may cover it."""
-        redirect_texts, writes = _redirects([*own_redirects, *redirects])
+        redirect_texts, writes = redirection_texts([*own_redirects, *redirects])
         for word in assignments:
             self.code_like(word.value if word.literal else "")
         if assignments_only or not words:
             text = " ".join([*(shlex.quote(a.value) for a in assignments), *redirect_texts])
             if text:
                 text = self.context + text
-                self.commands.append(SimpleCommand((), (), text, tuple(writes), True, self.origin or origin))
+                mentions = _tokens([a.value for a in assignments])
+                self.commands.append(
+                    SimpleCommand((), (), text, tuple(writes), True, self.origin or origin, mentions=mentions)
+                )
             return
         values = [w.value for w in words]
         peeled = unwrap(values)
@@ -341,6 +364,8 @@ class _Walker:
                 code_words.update(peeled.argv[0] + k for k in self.find(argv, literal, depth))
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
+            if name in ("source", ".") and len(argv) > 1 and reads_input(argv[1]):
+                self.problem(f"`{name}` would run commands from its input, which cannot be checked")
             if name == "alias":
                 for k, arg in enumerate(argv[1:], start=1):
                     if "=" in arg and literal[k]:
@@ -348,10 +373,10 @@ class _Walker:
                         self.parse(arg.partition("=")[2], depth + 1)
             if name == "hash" and "-p" in argv[1:-1]:
                 self.invocations.append((base_name(argv[argv.index("-p") + 1]),))
-            if base_name(program) == "trap" and len(argv) > 1 and argv[1] != "-":
-                code_words.add(peeled.argv[1])
-                if literal[1]:
-                    self.parse(argv[1], depth + 1, context="trap" if exact else None, origin=origin)
+            for k, code in _code_arguments(name, argv):
+                code_words.add(peeled.argv[k])
+                if literal[k]:
+                    self.parse(code, depth + 1, context=name if exact else None, origin=origin)
                 else:
                     self.problem("a command string that is not fixed text")
             writes += peeled.writes + write_targets(argv)
@@ -360,9 +385,16 @@ class _Walker:
             text = self.context + " ".join([*lead, shlex.join(argv), *redirect_texts])
             exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
             wrapped = peeled.argv[0] > 0
+            mentions = _tokens([*(a.value for a in assignments), *values[: peeled.argv[0]], *argv[1:]])
+            touches = tuple(file_operands(argv))
+            if name in ("cd", "pushd", "popd"):
+                self.directories.append(_directory(name, argv, literal))
             self.commands.append(
-                SimpleCommand(argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped)
-            )
+                SimpleCommand(
+                    argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped, touches,
+                    mentions,
+                )
+            )  # fmt: skip
         for k, word in enumerate(words):
             if word.literal and k not in code_words:
                 self.code_like(word.value)
@@ -397,79 +429,33 @@ class _Walker:
         return consumed
 
 
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", errors="replace")
+def _code_arguments(name: str, argv: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(word index, command string) of the arguments a builtin runs as commands: `trap '…'`, `mapfile -C '…'`."""
+    if name == "trap":
+        k = 2 if argv[1:2] == ("--",) else 1
+        if k < len(argv) and argv[k] != "-" and not (k == 1 and argv[k].startswith("-")):
+            return [(k, argv[k])]
+    if name in ("mapfile", "readarray"):
+        found = []
+        for k, arg in enumerate(argv[1:], start=1):
+            if arg == "-C" and k + 1 < len(argv):
+                found.append((k + 1, argv[k + 1]))
+            elif arg.startswith("-C") and len(arg) > 2 and argv[k - 1] not in ("-d", "-u", "-n", "-O", "-s", "-c"):
+                found.append((k, arg[2:]))
+        return found
+    return []
 
 
-def _unescape(text: str) -> str:
-    """An unquoted word's value: each backslash takes the next character literally (`\\rm` → `rm`)."""
-    out: list[str] = []
-    chars = iter(text)
-    for char in chars:
-        if char == "\\":
-            nxt = next(chars, "")
-            out.append("" if nxt == "\n" else nxt)
-        else:
-            out.append(char)
-    return "".join(out)
+def _tokens(words: list[str]) -> tuple[str, ...]:
+    return tuple(token for word in words for token in _TOKEN.findall(word))
 
 
-def _unescape_double(text: str) -> str:
-    """Inside double quotes a backslash escapes only `$`, a backtick, `"`, `\\` and a newline."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '$`"\\\n':
-            out.append("" if text[i + 1] == "\n" else text[i + 1])
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _redirects(nodes: list[Node]) -> tuple[list[str], list[str]]:
-    """Canonical texts of redirections, and the files they write."""
-    texts: list[str] = []
-    writes: list[str] = []
-    for node in nodes:
-        if node.type != "file_redirect":
-            texts.append(_text(node))
-            nested = [c for c in node.named_children if c.type == "file_redirect"]
-            writes += _redirects(nested)[1]
-            continue
-        fd = ""
-        op = ""
-        target: Any = None
-        for child in node.children:
-            if child.type == "file_descriptor":
-                fd = _text(child)
-            elif not child.is_named:
-                op = child.type
-            else:
-                target = child
-        value = _target_value(target)
-        duplicate = op in (">&", "<&") and (value.isdigit() or value == "-")
-        texts.append(f"{fd}{op}{value}" if duplicate else f"{fd}{op} {shlex.quote(value)}")
-        harmless = value in HARMLESS_TARGETS or value.startswith("/dev/fd/")
-        if (op in WRITE_REDIRECTS or (op == ">&" and not duplicate)) and not harmless:
-            writes.append(value)
-    return texts, writes
-
-
-def _target_value(node: Any) -> str:
-    if node is None:
-        return ""
-    text = _text(node)
-    if node.type == "word":
-        return _unescape(text)
-    if node.type == "raw_string":
-        return text[1:-1]
-    if node.type == "string" and all(c.type == "string_content" for c in node.named_children):
-        return "".join(_unescape_double(_text(c)) for c in node.named_children)
-    return text
-
-
-def is_write_flag(word: str) -> bool:
-    """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
-    return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS
+def _directory(name: str, argv: tuple[str, ...], literal: tuple[bool, ...]) -> str | None:
+    """Where `cd`/`pushd` go: the first operand, `~` for a bare `cd`, None when it cannot be told."""
+    operands = [k for k in range(1, len(argv)) if not (argv[k].startswith("-") and argv[k] != "-")]
+    if name == "popd" or (name == "pushd" and not operands):
+        return None
+    if not operands:
+        return "~"
+    k = operands[0]
+    return argv[k] if literal[k] and argv[k] != "-" else None

@@ -70,12 +70,18 @@ class ClientBridge(Protocol):
         """Tell the user something live (a retry, a server that failed); never replayed."""
         ...
 
-    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
-        """The file's current text (the editor's buffer if it has one), or lines `line`.. of it; BridgeError."""
+    async def read_text_file(
+        self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
+    ) -> str:
+        """The file's current text (the editor's buffer if it has one), or lines `line`.. of it; BridgeError.
+
+        `real` is where the path was checked to lead (every symlink resolved): a read from the disk reaches
+        exactly that place, following no symlink, or fails saying the path changed."""
         ...
 
-    async def write_text_file(self, path: Path, content: str) -> None:
-        """Write the whole file (the editor writes it when it can, else an atomic write); BridgeError."""
+    async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
+        """Write the whole file (the editor writes it when it can, else an atomic write); BridgeError.
+        `real`: as for `read_text_file`; a write to the disk goes exactly there."""
         ...
 
     async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:

@@ -3,7 +3,8 @@ answers and questions for whoever runs the agent without an editor.
 
 It serves headless runs whole, and it is what the editor bridge falls back to for what an editor does not
 offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a window of lines is streamed
-(never the whole file for twenty lines of it), and writes replace the file atomically. Commands run in
+(never the whole file for twenty lines of it), and writes replace the file atomically. Given the real place a
+path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
 of their environment; the group is killed on timeout or cancel. Questions go to a callable (`ask_user`); by
 default there is no one to ask, and the answer says so.
@@ -19,11 +20,12 @@ from typing import Any
 
 import anyio
 
+from coder_agent import nofollow
 from coder_agent.atomic import write_atomic
 from coder_agent.permissions import Choice
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
-from coder_agent.secrets import child_environ
+from coder_agent.secrets import child_environ, redact_model
 from coder_agent.session import questions
 from coder_agent.session.bridge import (
     COMMAND_ENV,
@@ -46,6 +48,7 @@ Sink = Callable[[SessionUpdate], Awaitable[None]]
 Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
 AskUser = Callable[[questions.Question], Awaitable[questions.Answer]]
 NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
+CHANGED = "{path} changed since it was checked (a symlink now leads elsewhere); nothing was done."
 
 
 async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
@@ -72,6 +75,7 @@ class LocalBridge:
         return True
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
+        update = redact_model(update)
         if not live_only:
             self.record(update)
         if self.sink is not None:
@@ -98,12 +102,16 @@ class LocalBridge:
 
     # ---- files --------------------------------------------------------------------------------
 
-    async def read_text_file(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
+    async def read_text_file(
+        self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
+    ) -> str:
         try:
             if line is None and limit is None:
-                data = await anyio.Path(path).read_bytes()
+                data = await anyio.to_thread.run_sync(_read_all, path, real)
             else:
-                data = await anyio.to_thread.run_sync(_read_window, path, line or 1, limit)
+                data = await anyio.to_thread.run_sync(_read_window, path, line or 1, limit, real)
+        except nofollow.Swapped:
+            raise BridgeError(CHANGED.format(path=path)) from None
         except FileNotFoundError:
             raise BridgeError(f"{path} does not exist.") from None
         except IsADirectoryError:
@@ -117,9 +125,11 @@ class LocalBridge:
         except UnicodeDecodeError:
             raise BridgeError(f"{path} is not a UTF-8 text file; it was not read.") from None
 
-    async def write_text_file(self, path: Path, content: str) -> None:
+    async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
         try:
-            await anyio.to_thread.run_sync(_write, path, content)
+            await anyio.to_thread.run_sync(_write, path, content, real)
+        except nofollow.Swapped:
+            raise BridgeError(CHANGED.format(path=path)) from None
         except OSError as exc:
             raise BridgeError(f"Could not write {path}: {exc.strerror or exc}") from None
 
@@ -206,11 +216,15 @@ def _spawn_failure(cwd: Path, exc: OSError) -> str:
     return f"The command could not start: {exc.strerror or exc}."
 
 
-def _read_window(path: Path, first: int, limit: int | None) -> bytes:
+def _read_all(path: Path, real: Path | None) -> bytes:
+    return nofollow.read_bytes(real) if real is not None else path.read_bytes()
+
+
+def _read_window(path: Path, first: int, limit: int | None, real: Path | None = None) -> bytes:
     """Lines `first`..`first+limit-1` (1-based) of a file, streamed, at most WINDOW_MAX_BYTES of them."""
     kept = bytearray()
     number = 1
-    with path.open("rb") as handle:
+    with nofollow.open_file(real) if real is not None else path.open("rb") as handle:
         while limit is None or number < first + limit:
             piece = handle.readline(LINE_CHUNK)
             if not piece:
@@ -222,6 +236,9 @@ def _read_window(path: Path, first: int, limit: int | None) -> bytes:
     return bytes(kept)
 
 
-def _write(path: Path, content: str) -> None:
+def _write(path: Path, content: str, real: Path | None) -> None:
+    if real is not None and nofollow.SUPPORTED:
+        nofollow.write_atomic(real, content.encode("utf-8"))
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, content.encode("utf-8"))

@@ -2,9 +2,10 @@
 the questions that are never asked.
 
 Never asked, whoever asks (the model or an MCP server): a form that asks for a secret (a password, a key, a
-token: ACP and MCP both require URL mode for those, so the answer never passes through the agent), and a
-URL that is not a plain `https:`/`http:` address or that carries credentials. The bridges check this before
-anything reaches the user (`refusal`); an answer that was not given by anyone says why (`Answer.unasked`).
+token, a one-time code) in a field, or in its question when it has a field to write in (ACP and MCP both
+require URL mode for those, so the answer never passes through the agent); and a URL that is not a plain
+`https:`/`http:` address or that carries credentials. The bridges check this before anything reaches the
+user (`refusal`); an answer that was not given by anyone says why (`Answer.unasked`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,22 @@ CANCEL: Final = "cancel"
 
 MAX_URL_CHARS = 4_000
 
+_SERVICES = (
+    r"openai|anthropic|gemini|google|aws|azure|gcp|github|gitlab|bitbucket|npm|pypi|docker|slack|discord|stripe|"
+    r"twilio|hugging\s?face|hf|cloudflare|heroku|vercel|netlify|digitalocean|linear|jira|notion|sentry"
+)
 _SECRET = re.compile(
     r"pass(?:word|phrase|code)|\bpwd\b|api[\s_-]?key|apikey|secret|private[\s_-]?key|"
-    r"(?:access|auth|api|bearer|refresh|session)[\s_-]?token|credential|"
+    r"(?:access|auth|api|bearer|refresh|session|personal|oauth|bot|deploy|registry|jwt|id)[\s_-]?token|"
+    rf"(?:{_SERVICES})[\s_-]?(?:api[\s_-]?)?(?:key|token|pat)s?\b|"
+    r"(?:access|ssh|gpg|pgp|signing|encryption|license|licence|master|recovery)[\s_-]?keys?\b|"
+    r"\bbearer\b|\bcookie|credential|\b(?:2fa|mfa|otp|totp)\b|one[\s_-]?time[\s_-]?(?:code|password|pin)|"
+    r"verification[\s_-]?code|security[\s_-]?code|recovery[\s_-]?(?:code|phrase)|seed[\s_-]?phrase|mnemonic|"
+    r"\bpin\b(?:[\s_-]?code)?(?=\W*$)|"
     r"credit[\s_-]?card|card[\s_-]?number|\bcvv\b|\bcvc\b|\biban\b|social[\s_-]?security|\bssn\b",
     re.IGNORECASE,
 )
-"""Words that say a field wants a secret or a credential."""
+"""Words that say a question or a field wants a secret or a credential."""
 
 
 @dataclass(frozen=True)
@@ -79,19 +89,36 @@ def refusal(question: Question) -> str | None:
             f"the form asks for a secret ({names}); secrets are never asked for in a form, "
             "only on a web page the user opens (URL mode)"
         )
+    schema = question.schema
+    said = " ".join(
+        str(part) for part in (question.message, schema.get("title") or "", schema.get("description") or "")
+    )
+    if free_text_fields(schema) and asks_for_secret(said):
+        return (
+            "the form's question asks for a secret, and it has a field to write one in; secrets are never asked "
+            "for in a form, only on a web page the user opens (URL mode)"
+        )
     return None
+
+
+def free_text_fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The fields of a form a person writes into (a choice among given options, a number or a flag cannot carry
+    a secret)."""
+    properties = schema.get("properties")
+    return {
+        str(name): prop
+        for name, prop in (properties if isinstance(properties, dict) else {}).items()
+        if isinstance(prop, dict) and prop.get("type") == "string" and not prop.get("enum") and not prop.get("oneOf")
+    }
 
 
 def secret_fields(schema: dict[str, Any]) -> list[str]:
     """The free-text fields of a form whose name, title or description asks for a secret or a credential."""
     found = []
-    properties = schema.get("properties")
-    for name, prop in (properties if isinstance(properties, dict) else {}).items():
-        if not isinstance(prop, dict) or prop.get("type") != "string" or prop.get("enum") or prop.get("oneOf"):
-            continue  # a choice among given options, a number or a flag cannot carry a secret
+    for name, prop in free_text_fields(schema).items():
         words = " ".join(str(part) for part in (name, prop.get("title") or "", prop.get("description") or ""))
         if asks_for_secret(words):
-            found.append(str(name))
+            found.append(name)
     return found
 
 

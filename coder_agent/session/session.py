@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 from coder_agent import secrets
 from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
 from coder_agent.config import Config
-from coder_agent.permissions import PermissionPolicy, is_mode, restore_rules
+from coder_agent.permissions import ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
@@ -106,6 +106,9 @@ class Session:
     side_requests: set[anyio.CancelScope] = field(default_factory=set)
     """What MCP servers are asking of the user or the model right now; `cancel` cancels them with the turn."""
     _after_response: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+    stored_mode: ModeName | None = None
+    """The mode saved instead of the one in force (`coder-agent run --mode` holds for the run only: a session
+    saved mid-run, then reopened after a crash, must not come back in the run's mode)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -190,7 +193,7 @@ class Session:
             title=self.title,
             created_at=self.created_at,
             updated_at=utc_now(),
-            mode=policy.mode,
+            mode=self.stored_mode or policy.mode,
             model=self.config.model,
             reasoning_effort=self.config.reasoning_effort,
             messages=secrets.redact_data(self.conversation_record()),

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from coder_agent.errors import field_problems
 from coder_agent.model.base import ToolCallRequest
@@ -94,6 +94,16 @@ class Prepared:
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _no_nul(path: str) -> str:
+    if "\x00" in path:
+        raise ValueError("the path holds a NUL character, which no file name can")
+    return path
+
+
+PathText = Annotated[str, AfterValidator(_no_nul)]
+"""A path argument: text without NUL (the OS would refuse it later, in the middle of a check)."""
 
 
 def text_content(text: str) -> ContentToolCallContent:

@@ -1,7 +1,8 @@
 """`ToolContext`: what a tool may ask of its session while it prepares and runs one call.
 
 Paths are resolved and held against the session's roots here, once (`path`): a tool acts on the place the
-policy judged and refuses to go on if a symlink was swapped in since (`still_there`). Files are read as
+policy judged and refuses to go on if a symlink was swapped in since (`still_there`, checked again just
+before a write; on the disk, reads and writes reach the checked place without following any symlink). Files are read as
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
@@ -12,14 +13,17 @@ bridge too, tied to the call.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
+from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
+from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import SessionUpdate
 from coder_agent.session.bridge import BridgeError, CommandResult
@@ -78,8 +82,7 @@ class ToolContext:
     def command_action(self, command: str) -> Action:
         """A command line, parsed, with the files it visibly writes resolved against the roots."""
         line = analyse(command)
-        writes = {target for c in line.commands for target in c.writes if target}
-        return Action("execute", command=line, writes=tuple(self.path(target) for target in sorted(writes)))
+        return Action("execute", command=line, writes=command_writes(line, self.roots))
 
     def still_there(self, place: Place) -> None:
         """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""
@@ -91,20 +94,21 @@ class ToolContext:
     async def exists(self, path: Path) -> bool:
         return await anyio.Path(path).exists()
 
-    async def read(self, path: Path, *, first: int = 1, limit: int | None = None) -> FileText:
-        """The file's text, whole if it is small enough, else lines `first`..`first+limit-1`; ToolError."""
-        size = await self._check_text_file(path)
+    async def read(self, path: Path, *, first: int = 1, limit: int | None = None, real: Path | None = None) -> FileText:
+        """The file's text, whole if it is small enough, else lines `first`..`first+limit-1`; ToolError.
+        `real`: the place the path was checked at (`Place.real`); the disk is read there, following no symlink."""
+        size = await self._check_text_file(path, real)
         try:
             if size <= WHOLE_FILE_BYTES:
-                return FileText(await self._bridge.read_text_file(path), size=size)
-            window = await self._bridge.read_text_file(path, line=first, limit=limit)
+                return FileText(await self._bridge.read_text_file(path, real=real), size=size)
+            window = await self._bridge.read_text_file(path, line=first, limit=limit, real=real)
         except BridgeError as exc:
             raise ToolError(str(exc)) from None
         return FileText(window, first=first, whole=False, size=size)
 
-    async def read_whole(self, path: Path, verb: str) -> str:
+    async def read_whole(self, path: Path, verb: str, real: Path | None = None) -> str:
         """The whole text of a file the model is about to change (ToolError for files too big to edit)."""
-        text = await self.read(path)
+        text = await self.read(path, real=real)
         if not text.whole:
             raise ToolError(
                 f"{path} is too big to {verb} with this tool ({text.size:,} bytes); change it with a command instead."
@@ -130,7 +134,7 @@ class ToolContext:
         """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
         self.still_there(place)
         path = place.path
-        current = await self.read_whole(path, "write") if await self.exists(path) else None
+        current = await self.read_whole(path, "write", place.real) if await self.exists(path) else None
         if current != old:
             raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
         checkpoints = self.session.checkpoints
@@ -138,22 +142,24 @@ class ToolContext:
             await checkpoints.before_change(path, old)
         except CheckpointError as exc:
             log.warning("no undo snapshot of %s: %s", path, exc)
+        self.still_there(place)
         try:
-            await self._bridge.write_text_file(path, new)
+            await self._bridge.write_text_file(path, new, real=place.real)
         except BridgeError as exc:
             raise ToolError(str(exc)) from None
         checkpoints.after_change(path, new)
         self.remember(path, new)
 
-    async def _check_text_file(self, path: Path) -> int:
+    async def _check_text_file(self, path: Path, real: Path | None = None) -> int:
         """The file's size; ToolError unless it is a file that looks like UTF-8 text."""
-        apath = anyio.Path(path)
+        if await anyio.Path(path).is_dir():
+            raise ToolError(f"{path} is a directory; use glob to list it.")
         try:
-            stat = await apath.stat()
-            if await apath.is_dir():
-                raise ToolError(f"{path} is a directory; use glob to list it.")
-            async with await anyio.open_file(path, "rb") as handle:
-                head = await handle.read(SNIFF_BYTES + 1)  # one more byte tells whether the file goes on
+            size, head = await anyio.to_thread.run_sync(_sniff, path, real)
+        except nofollow.Swapped:
+            raise ToolError(
+                f"{path} changed since it was checked (it now leads elsewhere); nothing was done."
+            ) from None
         except FileNotFoundError:
             raise ToolError(f"{path} does not exist.") from None
         except OSError as exc:
@@ -162,7 +168,7 @@ class ToolContext:
             raise ToolError(
                 f"{path} is not a UTF-8 text file (binary or another encoding); it was not read or changed."
             )
-        return stat.st_size
+        return size
 
     # ---- commands and the call's display ------------------------------------------------------
 
@@ -192,3 +198,9 @@ class ToolContext:
             return await self._bridge.ask(question)
         except BridgeError as exc:
             raise ToolError(str(exc)) from None
+
+
+def _sniff(path: Path, real: Path | None) -> tuple[int, bytes]:
+    """The file's size and its first bytes (one more than sniffed tells whether it goes on)."""
+    with nofollow.open_file(real) if real is not None else path.open("rb") as handle:
+        return os.fstat(handle.fileno()).st_size, handle.read(SNIFF_BYTES + 1)

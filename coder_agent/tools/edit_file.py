@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
-from coder_agent.tools.base import Outcome, Params, Prepared, ToolError
+from coder_agent.tools.base import Outcome, Params, PathText, Prepared, ToolError
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.editing import Edit, EditError, apply_edits
 from coder_agent.tools.tool import BuiltinTool
@@ -20,7 +20,7 @@ class EditItem(Params):
 
 
 class EditParams(Params):
-    path: str = Field(description="The file to edit: absolute, or relative to the working directory.")
+    path: PathText = Field(description="The file to edit: absolute, or relative to the working directory.")
     old_string: str | None = Field(default=None, description="The exact text to replace.")
     new_string: str | None = Field(default=None, description="The text to put in its place.")
     replace_all: bool = Field(default=False, description="Replace every occurrence of old_string.")
@@ -53,7 +53,7 @@ class EditFile(BuiltinTool):
         edits = params.to_edits()
         if not await ctx.exists(path):
             raise ToolError(f"{path} does not exist. Use write_file to create a new file.")
-        old = await ctx.read_whole(path, "edit")
+        old = await ctx.read_whole(path, "edit", place.real)
         ctx.check_fresh(path, old, "edit")
         try:
             result = apply_edits(old, edits)

@@ -31,8 +31,10 @@ class Fetch(BuiltinTool):
             raise ToolError(str(exc)) from None
 
         async def may_follow(hop: FetchTarget) -> str | None:
-            """The approved host may redirect within itself; any other hop must pass the policy on its own."""
-            if hop.host == target.host and (hop.local is None or target.local is not None):
+            """The approved host may redirect within itself (a local one within the same port: allowing one
+            local page is not allowing every service there); any other hop must pass the policy on its own."""
+            same_place = hop.host == target.host and (hop.local is None or hop.port == target.port)
+            if same_place and (hop.local is None or target.local is not None):
                 return None
             verdict = ctx.policy.decide(Action("fetch", target=hop))
             return None if verdict.decision == "allow" else verdict.reason

@@ -8,14 +8,14 @@ from pydantic import Field
 
 from coder_agent.permissions import Place
 from coder_agent.tools import search
-from coder_agent.tools.base import Outcome, Params, Prepared, ToolError, text_content
+from coder_agent.tools.base import Outcome, Params, PathText, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool
 
 
 class GlobParams(Params):
     pattern: str = Field(description='A glob such as "**/*.py" or "src/**/test_*.ts".')
-    path: str | None = Field(default=None, description="The folder to search (default: the working directory).")
+    path: PathText | None = Field(default=None, description="The folder to search (default: the working directory).")
 
 
 class Glob(BuiltinTool):

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from coder_agent.tools import search
-from coder_agent.tools.base import Params, Prepared
+from coder_agent.tools.base import Params, PathText, Prepared
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.glob import search_call, where
 from coder_agent.tools.tool import BuiltinTool
@@ -15,7 +15,9 @@ from coder_agent.tools.tool import BuiltinTool
 
 class GrepParams(Params):
     pattern: str = Field(description="A regular expression (ripgrep syntax).")
-    path: str | None = Field(default=None, description="A file or folder to search (default: the working directory).")
+    path: PathText | None = Field(
+        default=None, description="A file or folder to search (default: the working directory)."
+    )
     glob: str | None = Field(default=None, description='Only files matching this glob, e.g. "*.py".')
     ignore_case: bool = Field(default=False, description="Match case-insensitively.")
     output_mode: Literal["files_with_matches", "content", "count"] = Field(

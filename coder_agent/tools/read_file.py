@@ -5,14 +5,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import ToolCallLocation
-from coder_agent.tools.base import Outcome, Params, Prepared
+from coder_agent.tools.base import Outcome, Params, PathText, Prepared
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import DEFAULT_LIMIT, format_lines, format_window
 from coder_agent.tools.tool import BuiltinTool
 
 
 class ReadParams(Params):
-    path: str = Field(description="The file to read: absolute, or relative to the working directory.")
+    path: PathText = Field(description="The file to read: absolute, or relative to the working directory.")
     offset: int | None = Field(default=None, ge=1, description="The first line to read (1-based).")
     limit: int | None = Field(default=None, ge=1, description="How many lines to read (default 2000).")
 
@@ -40,7 +40,7 @@ class ReadFile(BuiltinTool):
 
         async def run() -> Outcome:
             ctx.still_there(place)
-            read = await ctx.read(path, first=first, limit=params.limit or DEFAULT_LIMIT)
+            read = await ctx.read(path, first=first, limit=params.limit or DEFAULT_LIMIT, real=place.real)
             if not read.whole:
                 return Outcome(format_window(read.text, first, read.size))
             ctx.remember(path, read.text)

@@ -2,7 +2,8 @@
 else a local process group — bounded in time, its whole process tree killed on timeout or cancel.
 
 The permission request shows the whole command (the title may be shortened; the content and `rawInput`
-never are). The model reads the exit status and the output, cut in the middle when long.
+never are), with characters that could hide part of it (escape sequences, bidirectional overrides) written
+as escapes and a note saying so. The model reads the exit status and the output, cut in the middle when long.
 """
 
 from __future__ import annotations
@@ -15,12 +16,17 @@ from coder_agent.tools.base import Outcome, Params, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import truncate_middle
 from coder_agent.tools.tool import BuiltinTool
+from coder_agent.visible import visible
 
 MAX_OUTPUT_CHARS = 30_000
 SHOWN_OUTPUT_CHARS = 10_000
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_TITLE = 120
+HIDDEN_NOTE = (
+    "The command holds control or invisible characters (escape sequences, bidirectional or zero-width "
+    "characters); they are shown as escapes such as \\x1b or \\u202e."
+)
 
 
 class CommandParams(Params):
@@ -39,7 +45,7 @@ class RunCommand(BuiltinTool):
     def title(self, params: CommandParams, ctx: ToolContext) -> str:
         """The command on one line, shortened for the title only: the whole command is in `rawInput` and in the
         call's content, so the user always sees everything they approve."""
-        command = " ".join(params.command.split())
+        command = " ".join(visible(params.command).split())
         return command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
 
     async def prepare(self, params: CommandParams, ctx: ToolContext) -> Prepared:
@@ -55,7 +61,10 @@ class RunCommand(BuiltinTool):
             replay: list[ToolCallContent] | None = [output] if in_terminal else None
             return Outcome(_report(result, timeout), display, result.exit_code != 0, replay)
 
-        command: list[ToolCallContent] = [text_content(fenced(params.command, "sh"))]
+        shown = visible(params.command)
+        command: list[ToolCallContent] = [text_content(fenced(shown, "sh"))]
+        if shown != params.command:
+            command.append(text_content(HIDDEN_NOTE))
         return Prepared(action, self.title(params, ctx), run, preview=command)
 
 

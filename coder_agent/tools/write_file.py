@@ -5,13 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
-from coder_agent.tools.base import Outcome, Params, Prepared
+from coder_agent.tools.base import Outcome, Params, PathText, Prepared
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool
 
 
 class WriteParams(Params):
-    path: str = Field(description="The file to create or overwrite: absolute, or relative to the working directory.")
+    path: PathText = Field(
+        description="The file to create or overwrite: absolute, or relative to the working directory."
+    )
     content: str = Field(description="The whole new content of the file.")
 
 
@@ -28,7 +30,7 @@ class WriteFile(BuiltinTool):
         path = place.path
         old: str | None = None
         if await ctx.exists(path):
-            old = await ctx.read_whole(path, "overwrite")
+            old = await ctx.read_whole(path, "overwrite", place.real)
             ctx.check_fresh(path, old, "overwrite")
         diff = DiffContent(path=str(path), old_text=old, new_text=params.content)
 

@@ -1,15 +1,19 @@
 """Issue 9 end to end: one scenario per family, each through a spawned `coder-agent` as an editor runs it.
 
-Containment (absolute, `..`, symlinks) after "always allow edits"; command bypasses of a deny rule in
-full-auto; broad "always" rules; keys in child environments; fetch to 127.0.0.1 and a redirect to it; a long
-command's permission request. The user config is a real file in the spawned agent's config folder.
+Containment (absolute, `..`, symlinks) after "always allow edits"; command bypasses of a deny rule in full-auto;
+broad "always" rules; keys in child environments and in the agent's own (`/proc/<pid>/environ`); fetch to 127.0.0.1
+and a redirect to it; a long command's permission request. The user config is a real file in the spawned agent's
+config folder.
 """
 
 from __future__ import annotations
 
 import http.server
+import os
+import shutil
+import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,12 @@ def tool_results(llm: FakeLLM) -> list[str]:
 
 @asynccontextmanager
 async def agent(
-    tmp_path: Path, llm: FakeLLM, config: str = "", env: dict[str, str] | None = None, **caps: bool
+    tmp_path: Path,
+    llm: FakeLLM,
+    config: str = "",
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
+    **caps: bool,
 ) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
     """A spawned agent with a user config file, a fake editor on `tmp_path/work`, and one session there."""
     work = tmp_path / "work"
@@ -43,7 +52,7 @@ async def agent(
     user_config = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
     user_config.parent.mkdir(parents=True, exist_ok=True)
     user_config.write_text(config, encoding="utf-8")
-    async with spawned_agent(tmp_path, llm=llm, env=env) as spawned:
+    async with spawned_agent(tmp_path, llm=llm, env=env, prefix=prefix) as spawned:
         editor = FakeEditor(spawned.client, root=work, **caps)
         try:
             await spawned.client.initialize(editor.capabilities())
@@ -89,6 +98,42 @@ async def test_a_deny_rule_cannot_be_bypassed_in_full_auto(tmp_path: Path, fake_
     assert editor.terminals == {}
 
 
+async def test_full_auto_asks_before_a_command_changes_files_outside(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("keep\n")
+    commands = ["cd .. && echo pwned > outside/new.txt", "rm -rf ../outside/victim", "cp /etc/hostname ../outside/",
+                "mv ../outside/victim here", "touch inside.txt && rm inside.txt"]  # fmt: skip
+    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in commands)))
+    async with agent(tmp_path, fake_llm, 'default_mode = "full-auto"\n', terminal=False) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        editor.default_permission = "reject_once"
+        assert await client.prompt(session, "tidy up", timeout=TURN) == "end_turn"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
+    assert len(editor.permission_requests) == 4, "each outside change asked; the inside one did not"
+    assert tool_results(fake_llm)[4].startswith("Exit code: 0")
+
+
+async def test_the_adversarial_passs_bypasses_of_a_deny_rule_do_not_run(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    disguises = ["r\\\nm f1", "trap -- 'rm f2' EXIT", "printf 'a\\n' > list; mapfile -C 'rm f3' -c 1 < list",
+                 "strace rm f4", "git -c alias.x='!rm f5' x", "cat <<EOF\n`rm f6`\nEOF",
+                 "source /dev/stdin <<< 'rm f7'", "echo f8 | xargs env rm"]  # fmt: skip
+    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    config = 'default_mode = "full-auto"\n[permissions]\ndeny = ["execute:rm"]\n'
+    async with agent(tmp_path, fake_llm, config, terminal=False) as (client, editor, session, work):
+        for i in range(1, 9):
+            (work / f"f{i}").write_text("keep\n")
+        editor.default_permission = "reject_once"
+        assert await client.prompt(session, "clean up", timeout=TURN) == "end_turn"
+    assert all((work / f"f{i}").exists() for i in range(1, 9))
+    results = tool_results(fake_llm)
+    assert all("denied by the rule" in r or "rejected" in r for r in results), results
+
+
 async def test_always_rules_are_no_broader_than_what_was_shown(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
@@ -128,6 +173,34 @@ async def test_child_processes_never_see_a_provider_key(tmp_path: Path, fake_llm
         assert f"{name}=" not in output
         assert value not in output
     assert "sk-test" not in output, "the agent's own CODER_AGENT_API_KEY is not passed on"
+
+
+WITHOUT_CAPABILITIES = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+"""As root, the agent and its commands run without capabilities (a user's processes have none), so the kernel's
+ptrace rules apply to them as they would to anyone's."""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_DUMPABLE are Linux's")
+async def test_a_command_cannot_read_the_keys_from_the_agents_own_environment(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    prefix = WITHOUT_CAPABILITIES if os.geteuid() == 0 else []
+    if prefix and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv to drop capabilities")
+    key = "sk-e2e-proc-environ-0123456789"
+    command = "tr '\\0' '\\n' < /proc/$PPID/environ | rev; echo STATUS=${PIPESTATUS[0]}"
+    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    config = 'default_mode = "full-auto"\n'
+    async with agent(tmp_path, fake_llm, config, env={"OPENAI_API_KEY": key}, prefix=prefix, terminal=False) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        assert await client.prompt(session, "read the agent's environment", timeout=TURN) == "end_turn"
+    output = tool_results(fake_llm)[0]
+    assert "STATUS=" in output and "STATUS=0" not in output, output
+    assert key[::-1] not in output
 
 
 async def test_fetch_to_127_0_0_1_and_a_redirect_to_it_ask(tmp_path: Path, fake_llm: FakeLLM) -> None:

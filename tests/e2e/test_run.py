@@ -5,6 +5,7 @@ rest runs the same path in this process (`tests/support/headless.py`), without a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -352,3 +353,45 @@ async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
     stored = json.loads(stored_session(tmp_path, result["session_id"]))
     assert next(m for m in stored["messages"] if m["role"] == "user") == {"role": "user", "content": "wait a long time"}
     assert stored["messages"][-1]["role"] == "tool"  # the interrupted call is answered, so the session goes on
+
+
+async def test_a_provider_error_that_echoes_the_key_does_not_print_it(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    key = "sk-e2e-echoed-by-the-provider-0123456789"
+    fake_llm.script([Fault.status(401, message=f"Incorrect API key provided: {key}.")])
+    env = {"CODER_AGENT_API_KEY": key, "CODER_AGENT_LOG_LEVEL": "debug"}
+    ran = await run(tmp_path, "--cwd", str(work), "--output-format", "json", "hi", llm=fake_llm, env=env)
+    assert ran.code == 1
+    assert "Incorrect API key provided" in ran.json()["error"]
+    assert key not in ran.stdout and key not in ran.stderr
+    stored = "".join(p.read_text() for p in (tmp_path / "xdg-data").rglob("*.json"))
+    assert key not in stored
+
+
+async def test_a_session_saved_while_a_run_works_keeps_its_own_mode(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    """The store is written after every step: killed in the middle (SIGKILL, a crash), a `--mode full-auto` run
+    must not leave a session an editor reopens in full-auto."""
+    pid_file = work / "command.pid"
+    fake_llm.script([Reply.tool("run_command", {"command": f"echo $$ > {pid_file}; sleep 600"})])
+    argv = [sys.executable, "-m", "coder_agent", "run", "--cwd", str(work), "--mode", "full-auto", "wait"]
+    sessions = tmp_path / "xdg-data" / "coder-agent" / "sessions"
+
+    def saved_mid_call() -> str:
+        found = [p.read_text() for p in sessions.glob("*.json")] if sessions.is_dir() else []
+        return next((text for text in found if "sleep 600" in text), "")
+
+    process = await anyio.open_process(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=agent_env(tmp_path, fake_llm))
+    async with process:
+        try:
+            await poll_until(lambda: pid_file.exists() and bool(saved_mid_call()), timeout=RUN_WAIT)
+            stored = json.loads(saved_mid_call())
+        finally:
+            process.kill()
+            await process.wait()
+            if pid_file.exists() and pid_file.read_text().strip():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    assert stored["mode"] == "default"

@@ -7,6 +7,7 @@ make; the fake editor answers permission requests as scripted and serves files a
 from __future__ import annotations
 
 import http.server
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 
 from coder_agent.store import SessionStore
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from coder_agent.visible import visible
+from tests.support.acp_client import RpcFailure
+from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
@@ -87,6 +90,55 @@ async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Pa
     assert "changed since it was checked" in tool_results(fake_llm)[0]
 
 
+async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """`.git/config` (core.fsmonitor, aliases, pagers) and hooks decide what `git status` runs: in accept-edits
+    mode, with `git status` allowed, an edit there would be a command nobody approved."""
+    config = "[core]\n\tfsmonitor = touch pwned\n"
+    fake_llm.script(
+        calls(
+            ToolCall("read_file", {"path": ".git/config"}),
+            ToolCall("write_file", {"path": ".git/config", "content": config}),
+            ToolCall("write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch pwned\n"}),
+            ToolCall("run_command", {"command": "git status"}),
+        )
+    )
+    allowed = {"allow": ["execute:git status"]}
+    async with tool_agent(tmp_path, fake_llm, mode="accept-edits", terminal=False, permissions=allowed) as (
+        client,
+        editor,
+        session,
+        work,
+    ):
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        before = (work / ".git" / "config").read_text()
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "speed up git")
+    assert len(editor.permission_requests) == 2, "both edits asked; git status ran without asking"
+    for request in editor.permission_requests:
+        assert "allow_always" not in option_kinds(request)
+        assert "whose files decide what git or the agent runs" in str(request["toolCall"]["content"])
+    assert (work / ".git" / "config").read_text() == before
+    assert not (work / "pwned").exists()
+    assert tool_results(fake_llm)[3].startswith("Exit code: 0")
+
+
+async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    bad = "notes\x00.txt"
+    fake_llm.script(
+        calls(
+            ToolCall("write_file", {"path": bad, "content": "x"}),
+            ToolCall("read_file", {"path": bad}),
+            ToolCall("edit_file", {"path": bad, "old_string": "a", "new_string": "b"}),
+            ToolCall("grep", {"pattern": "x", "path": bad}),
+            ToolCall("glob", {"pattern": "*", "path": bad}),
+        )
+    )
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        assert await client.prompt(session, "go") == "end_turn"
+    results = tool_results(fake_llm)
+    assert len(results) == 5 and all("NUL" in r for r in results), results
+
+
 async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
     disguises = ["true && rm f1", "echo; rm f2", "/bin/rm f3", "\\rm f4", "'rm' f5", "command rm f6",
                  "X=1 rm f7", "ls f8 | xargs rm", "find . -name f9 -delete", "(rm f10)", "bash -c 'rm f11'",
@@ -147,6 +199,24 @@ async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path:
     assert not (work / "pwned").exists()
 
 
+@pytest.mark.parametrize("hiding", ["\x1b[2K\x1b[G", "\u202e", "\r"])
+async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
+    tmp_path: Path, fake_llm: FakeLLM, hiding: str
+) -> None:
+    command = f"touch pwned; {hiding}echo safe"
+    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        editor.default_permission = "reject_once"
+        await client.prompt(session, "run")
+    request = editor.permission_requests[0]["toolCall"]
+    assert request["rawInput"]["command"] == command
+    shown = "".join(block["content"]["text"] for block in request["content"] if block["type"] == "content")
+    assert hiding not in shown and hiding not in request["title"]
+    assert visible(hiding) in shown and "touch pwned" in shown
+    assert "control or invisible characters" in shown
+    assert not (work / "pwned").exists()
+
+
 async def test_what_cannot_be_parsed_gets_no_always(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(calls(ToolCall("run_command", {"command": "$CMD f"})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -192,6 +262,25 @@ async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
     assert "[redacted OPENAI_API_KEY]" in str(editor.permission_requests[-1])
 
 
+async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-ant-echoed-by-provider-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    fake_llm.script(
+        [
+            Fault.status(500, message=f"upstream saw {key}", retry_after=0),
+            Fault.status(401, message=f"Incorrect API key provided: {key}"),
+        ]
+    )
+    async with tool_agent(tmp_path, fake_llm, retries=1) as (client, editor, session, work):
+        with pytest.raises(RpcFailure) as failed:
+            await client.prompt(session, "hi")
+    assert "Incorrect API key provided" in str(failed.value)
+    assert key not in str(client.frames)
+    assert "[redacted ANTHROPIC_API_KEY]" in str(client.frames)
+
+
 async def test_editor_terminals_get_the_keys_blanked(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,7 +302,11 @@ def local_server() -> Iterator[tuple[str, list[str]]]:
         def do_GET(self) -> None:
             seen.append(self.path)
             port = self.server.server_address[1]
-            target = {"/hop": "/page", "/away": f"http://localhost:{port}/secret"}.get(self.path)
+            target = {
+                "/hop": "/page",
+                "/away": f"http://localhost:{port}/secret",
+                "/port": "http://127.0.0.1:9/secret",
+            }.get(self.path)
             if target:
                 self.send_response(302)
                 self.send_header("Location", target)
@@ -267,6 +360,20 @@ async def test_fetch_redirects_are_judged_hop_by_hop(
     assert "localhost" in away and "not followed" in away
     assert "/secret" not in seen
     assert editor.permission_requests == []
+
+
+async def test_a_local_page_allowed_once_cannot_redirect_to_another_port(
+    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+) -> None:
+    """Allowing one local page (a dev server) is not allowing every service on that machine."""
+    base, seen = local_server
+    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/port"}), ToolCall("fetch", {"url": f"{base}/hop"})))
+    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+        editor.default_permission = "allow_once"
+        await client.prompt(session, "fetch")
+    other_port, same_port = tool_results(fake_llm)
+    assert "127.0.0.1:9/secret" in other_port and "not followed" in other_port, other_port
+    assert "page /page for 127.0.0.1:" in same_port, "a redirect to the same host and port is followed"
 
 
 async def test_fetch_connects_to_the_address_it_judged_not_a_second_lookup(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +86,22 @@ async def _lines(process: Process) -> AsyncIterator[bytes]:
 
 @asynccontextmanager
 async def spawned_agent(
-    tmp_path: Path, *args: str, llm: FakeLLM | None = None, env: Mapping[str, str] | None = None
+    tmp_path: Path,
+    *args: str,
+    llm: FakeLLM | None = None,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> AsyncIterator[SpawnedAgent]:
     """Run `python -m coder_agent` with pipes; on exit, close stdin and make sure the process is gone.
 
-    With `llm`, the agent's model is the fake server (see `agent_env`).
+    With `llm`, the agent's model is the fake server (see `agent_env`); `prefix` runs it through a wrapper
+    (`setpriv …`).
     """
     stderr_path = tmp_path / "agent-stderr.log"
     full_env = agent_env(tmp_path, llm, {"CODER_AGENT_LOG_LEVEL": "debug", **(env or {})})
     with stderr_path.open("wb") as stderr:
         process = await anyio.open_process(
-            [sys.executable, "-m", "coder_agent", *args], stdin=PIPE, stdout=PIPE, stderr=stderr, env=full_env
+            [*prefix, sys.executable, "-m", "coder_agent", *args], stdin=PIPE, stdout=PIPE, stderr=stderr, env=full_env
         )
     assert process.stdin is not None
     client = FakeClient(process.stdin.send)

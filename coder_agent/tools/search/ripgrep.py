@@ -31,6 +31,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from coder_agent.secrets import child_environ
 from coder_agent.tools.search.gitignore import parent_rules
 from coder_agent.tools.search.globs import GlobFilter
 from coder_agent.tools.search.query import GrepQuery, OutputMode
@@ -176,7 +177,7 @@ async def _run(
 
     timed_out = False
     async with await anyio.open_process(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=child_environ()
     ) as process:
         assert process.stdout is not None
         assert process.stderr is not None

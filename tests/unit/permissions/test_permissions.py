@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from coder_agent import secrets
 from coder_agent.permissions import Action, PermissionPolicy, Rule, analyse, offer, resolve, restore_rules
 from coder_agent.permissions.network import judge, why_local
+from coder_agent.permissions.paths import command_writes
 
 # ---- the workspace ------------------------------------------------------------------------------------------
 
@@ -54,8 +55,7 @@ class Workspace:
         roots = [self.work, self.extra]
         if kind == "execute":
             line = analyse(subject)
-            writes = tuple(resolve(t, roots) for c in line.commands for t in c.writes if t)
-            return Action("execute", command=line, writes=writes)
+            return Action("execute", command=line, writes=command_writes(line, roots))
         if kind == "fetch":
             url, _, addresses = subject.partition(" ")
             return Action("fetch", target=judge(url, tuple(addresses.split(","))))
@@ -77,6 +77,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     (work / "link_file").symlink_to(out / "secret.txt")
     (work / "dangling").symlink_to(out / "new.txt")
     (work / "link_in").symlink_to(work / "src")
+    (work / "hard").hardlink_to(out / "secret.txt")
     return Workspace(root, work, out, extra)
 
 
@@ -131,6 +132,25 @@ CONTAINMENT += [
     ("read-outside-config-edit-rule-only", "full-auto", ("edit:{out}/**",), (), (), "read", "{out}/x.txt", "ask"),
     ("read-outside-config-any-kind", "default", ("*:{out}/**",), (), (), "read", "{out}/x.txt", "allow"),
     ("edit-outside-config-other-folder", "default", ("edit:{extra}/**",), (), (), "edit", "{out}/x.txt", "ask"),
+    # what git and the agent run from: an edit there would turn an allowed `git status` into any command
+    ("edit-git-config-accept", "accept-edits", (), (), (), "edit", ".git/config", "ask"),
+    ("edit-git-hook-edit-all", "default", (), (), ("edit:**",), "edit", ".git/hooks/pre-commit", "ask"),
+    ("edit-git-hook-config-all", "accept-edits", ("edit:**",), (), (), "edit", ".git/hooks/pre-commit", "ask"),
+    ("edit-nested-git-accept", "accept-edits", (), (), (), "edit", "src/sub/.git/config", "ask"),
+    ("edit-git-file-accept", "accept-edits", (), (), (), "edit", ".git", "ask"),
+    ("edit-git-extra-root-accept", "accept-edits", (), (), (), "edit", "{extra}/.git/config", "ask"),
+    ("edit-project-config-accept", "accept-edits", (), (), (), "edit", ".coder-agent/config.toml", "ask"),
+    ("edit-git-full-auto", "full-auto", (), (), (), "edit", ".git/config", "allow"),
+    ("edit-git-config-names-it", "accept-edits", ("edit:.git/hooks/**",), (), (), "edit", ".git/hooks/x", "allow"),
+    ("read-git-config", "default", (), (), (), "read", ".git/config", "allow"),
+    ("edit-gitignore-accept", "accept-edits", (), (), (), "edit", ".gitignore", "allow"),
+    ("edit-github-workflow-accept", "accept-edits", (), (), (), "edit", ".github/workflows/ci.yml", "allow"),
+    # a hard link is the outside file itself: an editor writing in place would change it there
+    ("edit-hard-link-accept", "accept-edits", (), (), (), "edit", "hard", "ask"),
+    ("edit-hard-link-full-auto", "full-auto", (), (), (), "edit", "hard", "ask"),
+    ("edit-hard-link-edit-all", "default", (), (), ("edit:**",), "edit", "hard", "ask"),
+    ("read-hard-link", "default", (), (), (), "read", "hard", "allow"),
+    ("command-writes-hard-link", "full-auto", (), (), (), "execute", "echo pwned > hard", "ask"),
 ]
 
 
@@ -156,6 +176,16 @@ DENY_WINS: list[Row] = [
     ("deny-any-kind", "full-auto", (), ("*:src/**",), (), "read", "src/a.py", "deny"),
     ("deny-command-write-target", "full-auto", (), ("edit:.env",), (), "execute", "echo x > .env", "deny"),
     ("deny-command-tee-target", "full-auto", (), ("edit:src/**",), (), "execute", "echo x | tee src/b", "deny"),
+    ("deny-command-rm-operand", "full-auto", (), ("edit:src/**",), (), "execute", "rm -f src/a.py", "deny"),
+    # case-insensitive file systems (macOS, Windows) reach the same file under another case or normal form
+    ("deny-other-case", "full-auto", (), ("edit:src/**",), (), "edit", "SRC/a.py", "deny"),
+    ("deny-other-case-absolute", "full-auto", ("edit:{out}/**",), ("edit:{out}/secret.txt",), (), "edit",
+     "{out}/SECRET.TXT", "deny"),
+    ("deny-other-normal-form", "full-auto", (), ("edit:caf\u00e9/**",), (), "edit", "cafe\u0301/menu.txt", "deny"),
+    ("deny-command-other-case", "full-auto", (), ("execute:rm",), (), "execute", "RM -rf x", "deny"),
+    ("deny-command-write-other-case", "full-auto", (), ("edit:.env",), (), "execute", "echo x > .ENV", "deny"),
+    ("allow-stays-exact-case", "default", (), (), ("edit:src/**",), "edit", "SRC/a.py", "ask"),
+    ("deny-command-after-cd", "full-auto", (), ("edit:src/**",), (), "execute", "cd src && echo > a.py", "deny"),
     ("deny-fetch-host", "full-auto", ("fetch:*",), ("fetch:evil.test",), (), "fetch", "http://evil.test/ 1.2.3.4",
      "deny"),
     ("deny-mcp-tool", "full-auto", (), ("other:mcp__gh__*",), (), "mcp-other", "mcp__gh__delete", "deny"),
@@ -254,6 +284,11 @@ RM_DISGUISES = [
     "fd . -x rm",
     "script -qc 'rm f' /dev/null",
     "busybox rm f",
+    # found by the adversarial pass
+    "trap -- 'rm f' EXIT",
+    "mapfile -C 'rm f' -c 1 < list",
+    "readarray -t -C 'rm f' < list",
+    "mapfile -C'rm f' < list",
 ]
 
 
@@ -292,7 +327,41 @@ NOT_UNDERSTOOD = [
     "ls | xargs -i sh -c '{}'",
     "find . -exec sh -c '{}' \\;",
     "! if true; then rm f; fi",
+    # found by the adversarial pass
+    "r\\\nm f",
+    "ls; r\\\nm f",
+    "cat <<EOF\n`rm f`\nEOF",
+    "cat <<-EOF\n\t${x:-`rm f`}\n\tEOF",
+    "echo ${x:-`rm f`}",
+    'echo "${x:-`rm f`}"',
+    "source /dev/stdin <<< 'rm f'",
+    ". /dev/fd/0 < script",
+    "bash /dev/stdin <<< 'rm f'",
+    "sh - < script",
+    "bash /proc/self/fd/0 < script",
+    "echo rm f | xargs env",
+    "echo rm f | xargs -n2 nohup",
+    "echo 5 rm f | xargs timeout",
+    "echo rm f | xargs sudo",
+    "at now <<< 'rm f'",
+    "batch < jobs",
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "(" * 3000 + "rm f" + ")" * 3000,
+        "$(" * 2000 + "rm f" + ")" * 2000,
+        "if true; then " * 2000 + "rm f" + "; fi" * 2000,
+    ],
+    ids=["subshells", "substitutions", "ifs"],
+)
+def test_a_line_nested_beyond_the_parser_is_not_understood_and_does_not_crash(ws: Workspace, command: str) -> None:
+    line = analyse(command)
+    assert not line.understood
+    policy = ws.policy("full-auto", allow=("execute:*",), deny=("execute:rm",))
+    assert policy.decide(ws.action("execute", command)).decision in ("ask", "deny")
 
 
 @pytest.mark.parametrize("command", NOT_UNDERSTOOD)
@@ -304,6 +373,61 @@ def test_what_the_parser_cannot_follow_asks_when_deny_rules_exist(ws: Workspace,
     assert in_default.decide(ws.action("execute", command)).decision == "ask", "no allow rule covers it"
     without_deny = ws.policy("full-auto")
     assert without_deny.decide(ws.action("execute", command)).decision == "allow", "full-auto runs it"
+
+
+ARGUMENT_NAMES_IT = [
+    "strace rm f",
+    "strace -f -o /dev/null rm f",
+    "chroot / rm f",
+    "unshare -r rm f",
+    "taskset 1 rm f",
+    "ls | parallel rm",
+    "runuser -u me rm f",
+    "runuser me -c 'rm f'",
+    "systemd-run --user rm f",
+    "ssh host rm f",
+    "ssh -o ProxyCommand='rm f' host",
+    "git -c core.pager='rm f' log",
+    "git -c alias.x='!rm f' x",
+    "tar --to-command='rm f' -xf a.tar",
+    "GIT_SSH_COMMAND='rm f' git fetch",
+    "env GIT_SSH_COMMAND='rm f' git fetch",
+    "export GIT_SSH_COMMAND='rm f'; git fetch",
+    "PAGER='rm f' git log",
+    "make SHELL=/bin/rm",
+    "vim -c '!rm f'",
+    "man -P 'rm f' ls",
+    "zip x.zip f -T -TT 'rm f'",
+]
+
+
+@pytest.mark.parametrize("command", ARGUMENT_NAMES_IT)
+def test_a_denied_program_given_as_an_argument_asks(ws: Workspace, command: str) -> None:
+    """Programs that run their arguments (wrappers the policy does not know, options and variables that hold a
+    command) cannot be followed one by one; a denied program among the words asks instead of running."""
+    with_deny = ws.policy("full-auto", allow=("execute:*",), deny=("execute:rm",))
+    verdict = with_deny.decide(ws.action("execute", command))
+    assert verdict.decision in ("ask", "deny"), (command, verdict.reason, analyse(command))
+    in_default = ws.policy("default", allow=("execute:*",), deny=("execute:rm",))
+    assert in_default.decide(ws.action("execute", command)).decision != "allow", "no prefix rule covers it"
+    assert ws.policy("full-auto").decide(ws.action("execute", command)).decision == "allow", "no deny rule"
+    exact = ws.policy("default", allow=(f"execute:={command}",), deny=("execute:rm",))
+    if analyse(command).understood:
+        assert exact.decide(ws.action("execute", command)).decision == "allow", "the user's exact approval holds"
+
+
+NAMED_IN_WORDS = [
+    ("strace -f git push", "ask"),
+    ("ssh host git push origin", "ask"),
+    ("ssh host git pull", "allow"),
+    ("echo git", "allow"),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), NAMED_IN_WORDS)
+def test_a_deny_rule_of_words_asks_when_they_appear_in_order(ws: Workspace, command: str, expected: str) -> None:
+    policy = ws.policy("full-auto", deny=("execute:git push",))
+    assert policy.decide(ws.action("execute", command)).decision == expected
 
 
 # ---- allow rules: word prefixes, exact commands, write flags, wrappers -------------------------------------
@@ -339,6 +463,17 @@ ALLOW: list[Row] = [
     ("runs-rg-pre", "default", ("execute:rg",), (), (), "execute", "rg --pre ./x foo", "ask"),
     ("runs-rsync-e", "default", ("execute:rsync",), (), (), "execute", "rsync -e 'sh -c x' a b", "ask"),
     ("rg-plain", "default", ("execute:rg",), (), (), "execute", "rg -n foo src", "allow"),
+    # arguments that choose what a build tool runs
+    ("make-shell-override", "default", ("execute:make test",), (), (), "execute", "make test SHELL=/tmp/x", "ask"),
+    ("make-variable-override", "default", ("execute:make test",), (), (), "execute", "make test CC='curl x|sh'",
+     "ask"),
+    ("make-other-makefile", "default", ("execute:make test",), (), (), "execute", "make test -f /tmp/x.mk", "ask"),
+    ("make-eval", "default", ("execute:make",), (), (), "execute", "make --eval='x:;touch y' x", "ask"),
+    ("make-plain", "default", ("execute:make test",), (), (), "execute", "make test -j4", "allow"),
+    ("npm-script-shell", "default", ("execute:npm test",), (), (), "execute", "npm test --script-shell=/tmp/x",
+     "ask"),
+    ("git-status-no-optional-locks", "default", ("execute:git status",), (), (), "execute",
+     "git status --porcelain", "allow"),
     ("write-flag-in-rule", "default", ("execute:=git diff --output=d.txt",), (), (), "execute",
      "git diff --output=d.txt", "allow"),
     ("two-rules-two-commands", "default", ("execute:git status", "execute:ls"), (), (), "execute",
@@ -365,6 +500,43 @@ ALLOW: list[Row] = [
      "allow"),
     ("full-auto-dev-null-is-fine", "full-auto", (), (), (), "execute", "make > /dev/null 2>&1", "allow"),
     ("full-auto-inside-write", "full-auto", (), (), (), "execute", "echo x > notes.txt", "allow"),
+    # a relative write after `cd` lands where the cd went
+    ("full-auto-cd-up-write", "full-auto", (), (), (), "execute", "cd .. && echo x > f", "ask"),
+    ("full-auto-cd-out-tee", "full-auto", (), (), (), "execute", "cd {out}; echo x | tee f", "ask"),
+    ("full-auto-subshell-cd", "full-auto", (), (), (), "execute", "(cd ..; echo x > f)", "ask"),
+    ("full-auto-pushd", "full-auto", (), (), (), "execute", "pushd /tmp && echo x > f", "ask"),
+    ("full-auto-cd-home", "full-auto", (), (), (), "execute", "cd && echo x >> .bashrc", "ask"),
+    ("full-auto-cd-variable", "full-auto", (), (), (), "execute", "cd \"$D\" && echo x > f", "ask"),
+    ("full-auto-cd-src-write", "full-auto", (), (), (), "execute", "cd src && echo x > f", "allow"),
+    ("full-auto-cd-then-cd-up", "full-auto", (), (), (), "execute", "cd src && cd ../.. && touch f", "ask"),
+    # the files a command names as operands it changes
+    ("full-auto-rm-outside", "full-auto", (), (), (), "execute", "rm -rf {out}/secret.txt", "ask"),
+    ("full-auto-rm-home", "full-auto", (), (), (), "execute", "rm -rf ~", "ask"),
+    ("full-auto-rm-through-symlink", "full-auto", (), (), (), "execute", "rm -rf link_out/x", "ask"),
+    ("full-auto-cp-outside", "full-auto", (), (), (), "execute", "cp src/a.py {out}/", "ask"),
+    ("full-auto-cp-target-dir", "full-auto", (), (), (), "execute", "cp -t {out} src/a.py", "ask"),
+    ("full-auto-mv-in-from-outside", "full-auto", (), (), (), "execute", "mv {out}/secret.txt .", "ask"),
+    ("full-auto-touch-outside", "full-auto", (), (), (), "execute", "touch {out}/x", "ask"),
+    ("full-auto-mkdir-outside", "full-auto", (), (), (), "execute", "mkdir -p {out}/d", "ask"),
+    ("full-auto-chmod-outside", "full-auto", (), (), (), "execute", "chmod 600 {out}/secret.txt", "ask"),
+    ("full-auto-truncate-outside", "full-auto", (), (), (), "execute", "truncate -s 0 {out}/secret.txt", "ask"),
+    ("full-auto-install-outside", "full-auto", (), (), (), "execute", "install -m 755 x {out}/x", "ask"),
+    ("full-auto-ln-outside", "full-auto", (), (), (), "execute", "ln -sf /bin/sh {out}/sh", "ask"),
+    ("full-auto-rsync-outside", "full-auto", (), (), (), "execute", "rsync -a src/ {out}/", "ask"),
+    ("full-auto-tar-x-outside", "full-auto", (), (), (), "execute", "tar -xf a.tar -C {out}", "ask"),
+    ("full-auto-rm-inside", "full-auto", (), (), (), "execute", "rm -rf build src/deep", "allow"),
+    ("full-auto-write-to-variable", "full-auto", (), (), (), "execute", "echo x >> $HOME/.bashrc", "ask"),
+    ("full-auto-rm-variable", "full-auto", (), (), (), "execute", "rm -rf \"$HOME\"", "ask"),
+    ("full-auto-rm-substitution", "full-auto", (), (), (), "execute", "rm -rf $(dirname $PWD)", "ask"),
+    ("full-auto-rm-dot-star", "full-auto", (), (), (), "execute", "rm -rf .*", "ask"),
+    ("full-auto-rm-star", "full-auto", (), (), (), "execute", "rm -rf build/*", "allow"),
+    ("full-auto-cp-inside", "full-auto", (), (), (), "execute", "cp {out}/secret.txt src/", "allow"),
+    ("full-auto-ln-to-outside-named-inside", "full-auto", (), (), (), "execute", "ln -s {out} here", "allow"),
+    ("full-auto-chmod-inside", "full-auto", (), (), (), "execute", "chmod +x src/a.py", "allow"),
+    ("full-auto-rm-outside-named", "full-auto", ("edit:{out}/**",), (), (), "execute", "rm {out}/secret.txt",
+     "allow"),
+    ("config-rm-rule-still-covers", "default", ("execute:rm",), (), (), "execute", "rm -rf build", "allow"),
+    ("config-mkdir-rule-still-covers", "default", ("execute:mkdir -p",), (), (), "execute", "mkdir -p b/c", "allow"),
 ]  # fmt: skip
 
 
@@ -432,6 +604,9 @@ ALWAYS_COMMANDS = [
     ("$X", []),
     ("echo " + "x" * 400 + " > f", []),
     ("cat > f <<'EOF'\nhi\nEOF", []),
+    ("echo safe \x1b[2K\x1b[Gecho > f", []),
+    ("l\u200bs -la", []),
+    ("git sta\u202etus", []),
 ]
 
 
@@ -488,6 +663,7 @@ ALWAYS_OTHER = [
     ("fetch", "http://127.0.0.1:8000/ 127.0.0.1", [], ["fetch:127.0.0.1"]),
     ("fetch", "http://internal.test/ 10.0.0.5", [], ["fetch:internal.test"]),
     ("mcp-other", "mcp__gh__create_issue", ["other:mcp__gh__create_issue"], ["other:mcp__gh__create_issue"]),
+    ("fetch", "http://*.wild.test/ 93.184.216.34", ["fetch:\\*.wild.test"], ["fetch:\\*.wild.test"]),
 ]
 
 
@@ -501,6 +677,29 @@ def test_always_for_files_fetches_and_tools(
     assert [str(r) for r in offered.deny] == [ws.fill(r) for r in deny]
 
 
+@pytest.mark.parametrize("folder", ["*", "**", "?rc", "[s]rc", "{src,x}", "s\\rc"])
+def test_an_always_for_a_folder_named_like_a_glob_covers_that_folder_only(ws: Workspace, folder: str) -> None:
+    """A cloned repository may name a folder `**`: the remembered rule names that folder, not every one."""
+
+    def edit(path: str | Path) -> Action:
+        return Action("edit", places=(resolve(path, [ws.work, ws.extra]),))
+
+    (ws.work / folder).mkdir(exist_ok=True)
+    policy = ws.policy("default")
+    offered = offer(policy, edit(f"{folder}/x.py"))
+    assert offered.allow, "an always is offered"
+    policy.remember(offered.allow, allow=True)
+    assert policy.decide(edit(f"{folder}/x.py")).decision == "allow"
+    assert policy.decide(edit(f"{folder}/y.py")).decision == "allow"
+    assert policy.decide(edit("src/a.py")).decision == "ask", policy.session_allow
+    assert policy.decide(edit("top.txt")).decision == "ask", policy.session_allow
+    assert f"`{folder}/`" in offered.choices()[1].label, "the label names the folder as it is"
+    (ws.extra / folder).mkdir(exist_ok=True)
+    policy.remember(offer(policy, edit(ws.extra / folder / "x.py")).allow, allow=True)
+    assert policy.decide(edit(ws.extra / folder / "y.py")).decision == "allow"
+    assert policy.decide(edit(ws.extra / "other.txt")).decision == "ask", policy.session_allow
+
+
 def test_always_allow_edits_in_the_workspace_never_reaches_outside(ws: Workspace) -> None:
     policy = ws.policy("accept-edits")
     policy.remember(offer(policy, ws.action("edit", "top.txt")).allow, allow=True)
@@ -512,8 +711,9 @@ def test_always_allow_edits_in_the_workspace_never_reaches_outside(ws: Workspace
 def test_stored_rules_broader_than_an_always_are_dropped_on_reopen() -> None:
     stored = ["execute:bash", "execute:python3", "execute:git status", "execute:=python3 -c 'x'", "fetch:*",
               "fetch:docs.example.test", "edit:**", "execute:env", "execute:xargs", "execute:'unbalanced"]  # fmt: skip
-    kept = [str(r) for r in restore_rules(stored, allow=True)]
-    assert kept == ["execute:git status", "execute:=python3 -c 'x'", "fetch:docs.example.test", "edit:**"]
+    kept = [str(r) for r in restore_rules([*stored, "fetch:\\*.wild.test"], allow=True)]
+    assert kept == ["execute:git status", "execute:=python3 -c 'x'", "fetch:docs.example.test", "edit:**",
+                    "fetch:\\*.wild.test"]  # fmt: skip
     assert [str(r) for r in restore_rules(["execute:bash"], allow=False)] == ["execute:bash"]
 
 
@@ -523,6 +723,7 @@ LOCAL_ADDRESSES = [
     "127.0.0.1", "127.8.9.10", "10.0.0.1", "172.16.0.1", "172.31.255.254", "192.168.1.1", "169.254.169.254",
     "100.64.0.1", "0.0.0.0", "::1", "::", "fc00::1", "fd00:ec2::254", "fe80::1", "::ffff:127.0.0.1",
     "::ffff:10.0.0.1", "2002:7f00:1::", "64:ff9b::a9fe:a9fe", "224.0.0.1", "198.18.0.1",
+    "::7f00:1", "::127.0.0.1", "::a9fe:a9fe", "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe", "fec0::1",
 ]  # fmt: skip
 PUBLIC_ADDRESSES = ["8.8.8.8", "93.184.216.34", "172.32.0.1", "1.1.1.1", "2606:4700:4700::1111"]
 
@@ -560,6 +761,8 @@ FETCH: list[Row] = [
     ("glob-host-rule", "default", ("fetch:*.example.test",), (), (), "fetch", "https://a.example.test/ 1.1.1.1",
      "allow"),
     ("decimal-ip-host", "full-auto", (), (), (), "fetch", "http://2130706433/ 127.0.0.1", "ask"),
+    ("always-for-a-star-host-is-that-host", "default", (), (), ("fetch:\\*.wild.test",), "fetch",
+     "https://a.wild.test/ 93.184.216.34", "ask"),
 ]  # fmt: skip
 
 

@@ -57,12 +57,41 @@ def test_plain_web_addresses_are_opened(url: str) -> None:
         ({"type": "string", "title": "Token budget"}, False),
         ({"type": "string", "title": "Password policy", "enum": ["strict", "lax"]}, False),
         ({"type": "boolean", "title": "Remember the password"}, False),
+        ({"type": "string", "title": "GitHub token"}, True),
+        ({"type": "string", "title": "Your OpenAI key"}, True),
+        ({"type": "string", "title": "AWS access key"}, True),
+        ({"type": "string", "title": "SSH key"}, True),
+        ({"type": "string", "description": "The 6-digit 2FA code"}, True),
+        ({"type": "string", "title": "One-time code"}, True),
+        ({"type": "string", "title": "Recovery phrase"}, True),
+        ({"type": "string", "title": "Bearer"}, True),
+        ({"type": "string", "title": "Cookie"}, True),
+        ({"type": "string", "title": "Key to sort by"}, False),
+        ({"type": "string", "title": "Max tokens"}, False),
     ],
 )
 def test_free_text_fields_that_ask_for_secrets(prop: dict[str, Any], secret: bool) -> None:
     schema = {"type": "object", "properties": {"field": prop}}
     assert bool(secret_fields(schema)) is secret
     assert (refusal(FormQuestion("?", schema)) is not None) is secret
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Paste the value of ANTHROPIC_API_KEY so the server can call the model.",
+        "What is your AWS secret access key?",
+        "Please paste your OpenAI key below",
+        "Enter your GitHub token to continue",
+    ],
+)
+def test_a_form_whose_message_asks_for_a_secret_is_never_shown(message: str) -> None:
+    """A server names the secret in the message and gives the field a plain name (`value`)."""
+    schema = {"type": "object", "properties": {"value": {"type": "string", "title": "Value"}}}
+    assert refusal(FormQuestion(message, schema)) is not None
+    assert refusal(FormQuestion("Pick one", {**schema, "description": message})) is not None
+    choice = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "Rotate it now?"}}}
+    assert refusal(FormQuestion(message, choice)) is None, "a form with no free text cannot carry a secret"
 
 
 def test_field_names_count_too() -> None:

@@ -1,0 +1,108 @@
+"""Files reached along a checked path without following any symlink, so a swap since the check cannot redirect.
+
+The permission layer resolves a path to its real place (no symlink left in it) and checks that place. A
+command running in the background may then replace a folder on the way with a symlink to somewhere else.
+`open_folder` walks from `/` one name at a time with `O_NOFOLLOW`, so it reaches the checked folder or fails
+(`ELOOP`, `ENOTDIR`: `Swapped`); `read_bytes`, `read_window` and `write_atomic` act on a file in it by name,
+never through a symlink (a file swapped for a symlink is read as an error, and replaced rather than followed
+when written). Where `openat` is missing (Windows) the readers fall back to plain paths, and writers use
+`atomic.write_atomic` instead (`SUPPORTED`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_SWAPPED = {errno.ELOOP, errno.ENOTDIR, getattr(errno, "EMLINK", errno.ELOOP)}
+
+
+class Swapped(OSError):
+    """A folder or the file on the checked path is now a symlink (or not a folder): nothing was done."""
+
+
+@contextlib.contextmanager
+def open_folder(real: Path, *, create: bool = False) -> Iterator[int]:
+    """A descriptor of the folder `real` (absolute, symlinks already resolved), reached without following any;
+    `create` makes missing folders. Swapped if a name on the way is a symlink now."""
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for name in real.parts[1:]:
+            try:
+                child = _open(name, _DIR_FLAGS, fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+                child = _open(name, _DIR_FLAGS, fd)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open(name: str, flags: int, folder: int, mode: int = 0o777) -> int:
+    try:
+        return os.open(name, flags, mode, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in _SWAPPED:
+            raise Swapped(exc.errno, "a symlink was swapped into the path", name) from None
+        raise
+
+
+def open_file(real: Path) -> BinaryIO:
+    """The file `real` opened for reading, reached without following any symlink."""
+    if not SUPPORTED:
+        return real.open("rb")
+    with open_folder(real.parent) as folder:
+        fd = _open(real.name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), folder)
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(real))
+    return handle
+
+
+def read_bytes(real: Path) -> bytes:
+    with open_file(real) as handle:
+        return handle.read()
+
+
+def write_atomic(real: Path, data: bytes) -> None:
+    """Replace the file `real` with `data` (a temp file in its folder, fsynced, renamed over it), its folders
+    made when missing; the file keeps its permission bits. A symlink at `real` is replaced, not followed.
+    Only where `SUPPORTED` (callers use `atomic.write_atomic` elsewhere)."""
+    with open_folder(real.parent, create=True) as folder:
+        try:
+            found = os.stat(real.name, dir_fd=folder, follow_symlinks=False)
+            mode = stat.S_IMODE(found.st_mode) if stat.S_ISREG(found.st_mode) else None
+        except FileNotFoundError:
+            mode = None
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        temp = f".{real.name}.{secrets.token_hex(6)}.tmp"
+        fd = _open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), folder,
+                   0o600)  # fmt: skip
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), mode)
+            os.replace(temp, real.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+            raise

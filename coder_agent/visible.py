@@ -1,0 +1,39 @@
+"""Text a person is asked to trust, with the characters that could hide part of it made visible.
+
+A command, a title or a file's text may carry terminal escape sequences (erase a line, move the cursor,
+change colours to hide a tail), other control characters, and invisible or reordering Unicode (bidirectional
+overrides, zero-width characters, tag characters). Shown raw, a person approves something other than what
+runs. `visible` writes each such character as an escape (`\\x1b`, `\\u202e`); newlines and tabs stay.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["visible"]
+
+_PLAIN = re.compile(r"[\n\t\x20-\x7e]*")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u17b4\u17b5")
+"""Fillers and joiners that render as nothing though Unicode does not call them format characters."""
+
+
+def visible(text: str) -> str:
+    """`text` with control, format, private-use, unassigned and separator characters written as escapes."""
+    if _PLAIN.fullmatch(text):
+        return text
+    return "".join(_escape(char) if _hidden(char) else char for char in text)
+
+
+def _hidden(char: str) -> bool:
+    if char in "\n\t":
+        return False
+    return unicodedata.category(char) in _HIDDEN_CATEGORIES or char in _INVISIBLE_LETTERS
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
