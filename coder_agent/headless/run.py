@@ -3,8 +3,9 @@
 The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
 disk, local process groups, updates to the output format, permission questions to `answers`. The run's
 `--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
-the mode it had before (every save during the run too, so a run killed midway leaves it so), and an editor
-that reopens it does not inherit a `full-auto` given on a command line.
+the mode it had before, and a resumed one with its own model (every save during the run too, so a run killed
+midway leaves it so); an editor that reopens it does not inherit a `full-auto` given on a command line. A new
+session keeps the model it was made with.
 
 Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
 killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
@@ -136,6 +137,8 @@ async def _work(
     session = await _open(manager, options, bridge, state)
     state.session = session
     state.mode_before = session.stored_mode = session.permissions.mode
+    if state.resumed:
+        session.stored_model = session.config.model  # a new session keeps the model it was made with
     _apply(manager, session, options)
     state.cost_before = session.conversation.cost
     tally.cwd = session.cwd

@@ -109,6 +109,8 @@ class Session:
     stored_mode: ModeName | None = None
     """The mode saved instead of the one in force (`coder-agent run --mode` holds for the run only: a session
     saved mid-run, then reopened after a crash, must not come back in the run's mode)."""
+    stored_model: str | None = None
+    """The model saved instead of the one in force (`coder-agent run --resume ID --model M`: M is for the run)."""
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
     _cancels: int = 0
@@ -194,7 +196,7 @@ class Session:
             created_at=self.created_at,
             updated_at=utc_now(),
             mode=self.stored_mode or policy.mode,
-            model=self.config.model,
+            model=self.stored_model or self.config.model,
             reasoning_effort=self.config.reasoning_effort,
             messages=secrets.redact_data(self.conversation_record()),
             events=secrets.redact_data([dict(e) for e in self.events]),

@@ -286,6 +286,21 @@ async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Pa
     assert user_messages(fake_llm) == ["first", "2"]
 
 
+async def test_a_model_given_on_resume_is_for_that_run_only(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("Made.")])
+    made = await run_here(tmp_path, "--cwd", str(work), "--output-format", "json", "first", llm=fake_llm)
+    session_id = made.json()["session_id"]
+    assert json.loads(stored_session(tmp_path, session_id))["model"] == "openai/fake-model"
+
+    fake_llm.script([Reply("Answered by another model.")])
+    other = await run_here(
+        tmp_path, "--resume", session_id, "--model", "openai/other-model", "--output-format", "json", "2", llm=fake_llm
+    )
+    assert other.code == 0, other.stderr
+    assert fake_llm.last_request["model"] == "other-model"
+    assert json.loads(stored_session(tmp_path, session_id))["model"] == "openai/fake-model"
+
+
 async def test_continue_without_a_session_says_so(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     ran = await run_here(tmp_path, "--cwd", str(work), "--continue", "hi", llm=fake_llm)
     assert ran.code == 1
