@@ -13,16 +13,20 @@ is announced to it when spawned and withdrawn when it has ended; when the agent 
 the write end, and the reaper ends every group still announced (SIGTERM, a grace period, SIGKILL). Announcing is
 one non-blocking write of a few bytes with no answer to wait for; the reaper is started once, by a fork/exec that
 does not wait for its interpreter. A reaper that died is started again on the next announcement and told every
-live group.
+live group. Everything spawned here also carries `OWNER_MARK` in its environment (inherited by what it starts), and
+on Linux the reaper ends every process bearing it too: that covers the moment between a spawn and its announcement
+(milliseconds on a loaded machine: the event loop sets up the pipes first), and a process that left its group.
 
 PR_SET_PDEATHSIG is not used: it must be set in the child between fork and exec (`anyio.open_process` has no
 `preexec_fn`, and one would cost subprocess its vfork fast path), and it reaches only the direct child, not what
 the child starts. The reaper covers the whole group at no per-spawn cost. What it cannot cover: a process that
-leaves its group (`setsid`, a daemon), and the microseconds between the spawn and the announcement.
+leaves both its group and the environment it inherited (a daemon that clears its environment), or one we may not
+read (another user's, a set-uid program).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -42,6 +46,9 @@ TERM_GRACE = 2.0
 _POLL = 0.02
 _REAPER = Path(__file__).with_name("reaper.py")
 _CAN_KILL_GROUPS = hasattr(os, "killpg")
+OWNER_VARIABLE = "CODER_AGENT_OWNER"
+OWNER_MARK = f"{OWNER_VARIABLE}={os.getpid()}.{os.urandom(6).hex()}"
+"""The environment entry of everything this process spawns, for the reaper to find them by (unique per agent)."""
 
 
 async def spawn_group(
@@ -54,6 +61,7 @@ async def spawn_group(
     stderr: int | None = subprocess.PIPE,
 ) -> Process:
     """Start `argv` as the leader of a new process group that ends with this process, however it ends."""
+    env = {**(os.environ if env is None else env), OWNER_VARIABLE: OWNER_MARK.partition("=")[2]}
     process = await anyio.open_process(
         list(argv), cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
     )
@@ -160,7 +168,7 @@ class _Reaper:
         read_fd, write_fd = os.pipe()
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(_REAPER), str(read_fd)],
+                [sys.executable, "-I", "-S", str(_REAPER), str(read_fd), OWNER_MARK],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # stdout is the protocol's
                 pass_fds=(read_fd,),
@@ -180,16 +188,22 @@ class _Reaper:
             with contextlib.suppress(OSError):
                 os.write(write_fd, "".join(f"+{pgid}\n" for pgid in self._groups).encode())
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """At this process's clean exit: close the pipe and let the reaper see end of file and go."""
+        self._close(wait=0.5)
+
+    def _close(self, wait: float = 0.0) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
         if self._process is not None:
-            self._process.poll()  # reap it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(wait)  # reap it
             self._process = None
 
 
 _reaper = _Reaper()
+atexit.register(_reaper.close)  # the CLI ends with os._exit (the kernel closes the pipe); in-process users end here
 
 
 def reaper_pid() -> int | None:

@@ -1,10 +1,13 @@
 """The reaper: a tiny process that ends the agent's process groups when the agent dies, however it dies.
 
-`coder_agent.process` starts it on the first spawn (`python -I -S <this file> FD`, in its own session, stdlib only,
-importing nothing of ours). It reads lines from the pipe on descriptor FD: `+PGID` when the agent started a process
-group, `-PGID` when the agent stopped it. Only the agent holds the write end, so end of file means the agent is gone
-(exit, crash, SIGKILL, the OOM killer): the reaper then sends SIGTERM to every group still listed, gives them `GRACE`
-seconds, SIGKILLs what is left, and exits. After a clean shutdown nothing is listed, and it just exits.
+`coder_agent.process` starts it on the first spawn (`python -I -S <this file> FD MARK`, in its own session, stdlib
+only, importing nothing of ours). It reads lines from the pipe on descriptor FD: `+PGID` when the agent started a
+process group, `-PGID` when the agent stopped it. Only the agent holds the write end, so end of file means the agent
+is gone (exit, crash, SIGKILL, the OOM killer): the reaper then sends SIGTERM to every group still listed and to
+every process whose environment holds the entry MARK (`CODER_AGENT_OWNER=<agent pid>.<random>`, which the agent puts
+in the environment of everything it spawns: it catches a process the agent had no time to announce, and one that
+left its group with `setsid`), gives them `GRACE` seconds, SIGKILLs what is left, and exits. After a clean shutdown
+nothing is listed and nothing carries the mark, and it just exits.
 
 While groups are listed it checks every `PRUNE_EVERY` seconds which are gone and forgets them, so an entry the agent
 could not withdraw never names a group id the system has since handed to someone else.
@@ -33,21 +36,50 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def end_groups(groups: set[int]) -> None:
-    """SIGTERM every group, wait up to GRACE for them to go, SIGKILL the rest."""
+def marked(mark: bytes) -> set[int]:
+    """The processes we may read whose environment holds the entry `mark` (Linux's /proc; elsewhere none)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError), open(f"/proc/{name}/environ", "rb") as environ:
+                    if mark in environ.read().split(b"\0"):
+                        found.add(int(name))
+    found.discard(os.getpid())
+    return found
+
+
+def end(groups: set[int], pids: set[int]) -> None:
+    """SIGTERM every group and process, wait up to GRACE for them to go, SIGKILL the rest."""
     for pgid in groups:
-        _signal(pgid, signal.SIGTERM)
+        _signal(True, pgid, signal.SIGTERM)
+    for pid in pids:
+        _signal(False, pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE
-    while groups and time.monotonic() < deadline:
+    while (groups or pids) and time.monotonic() < deadline:
         time.sleep(0.02)
         groups = {pgid for pgid in groups if group_alive(pgid)}
+        pids = {pid for pid in pids if _alive(pid)}
     for pgid in groups:
-        _signal(pgid, signal.SIGKILL)
+        _signal(True, pgid, signal.SIGKILL)
+    for pid in pids:
+        _signal(False, pid, signal.SIGKILL)
 
 
-def _signal(pgid: int, sig: signal.Signals) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _signal(group: bool, target: int, sig: signal.Signals) -> None:
     with contextlib.suppress(OSError):
-        os.killpg(pgid, sig)
+        if group:
+            os.killpg(target, sig)
+        else:
+            os.kill(target, sig)
 
 
 def watch(fd: int) -> set[int]:
@@ -76,12 +108,13 @@ def watch(fd: int) -> set[int]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: reaper.py FD (started by coder_agent.process, not by hand)", file=sys.stderr)
+    if len(argv) != 3 or not argv[1].isdigit() or not argv[2].startswith("CODER_AGENT_OWNER="):
+        print("usage: reaper.py FD MARK (started by coder_agent.process, not by hand)", file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP):  # a terminal's Ctrl-C or hangup is for the agent, not for us
         signal.signal(sig, signal.SIG_IGN)
-    end_groups(watch(int(argv[1])))
+    groups = watch(int(argv[1]))
+    end(groups, marked(argv[2].encode()))
     return 0
 
 

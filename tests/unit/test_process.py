@@ -1,5 +1,6 @@
 """Tests for coder_agent.process and coder_agent.reaper with real processes: a stopped group leaves nothing behind,
-and groups end with their owner even when it is SIGKILLed, even after its reaper was killed first."""
+and groups end with their owner even when it is SIGKILLed, even after its reaper was killed first, and so does
+a process that left its group."""
 
 from __future__ import annotations
 
@@ -67,15 +68,22 @@ async def test_stop_group_lets_a_polite_process_exit_on_stdin_close() -> None:
     assert process.returncode == 0
 
 
-async def test_the_reaper_ends_announced_groups_when_its_pipe_closes() -> None:
+async def test_the_reaper_ends_announced_groups_and_marked_processes_when_its_pipe_closes() -> None:
+    mark = f"CODER_AGENT_OWNER=test.{os.getpid()}"
     stubborn = await anyio.open_process(["bash", "-c", STUBBORN], start_new_session=True, stderr=subprocess.DEVNULL)
     withdrawn = await anyio.open_process(["sleep", "300"], start_new_session=True)
+    marked_env = {**os.environ, "CODER_AGENT_OWNER": mark.partition("=")[2]}
+    unannounced = await anyio.open_process(["sleep", "300"], start_new_session=True, env=marked_env)
+    other_mark = {**os.environ, "CODER_AGENT_OWNER": "another-agent"}
+    another_agents = await anyio.open_process(["sleep", "300"], start_new_session=True, env=other_mark)
     try:
         assert stubborn.stdout is not None
         assert await stubborn.stdout.receive() == b"ready\n"
         read_fd, write_fd = os.pipe()
         watcher = await anyio.open_process(
-            [sys.executable, "-I", "-S", reaper.__file__, str(read_fd)], pass_fds=(read_fd,), start_new_session=True
+            [sys.executable, "-I", "-S", reaper.__file__, str(read_fd), mark],
+            pass_fds=(read_fd,),
+            start_new_session=True,
         )
         os.close(read_fd)
         os.write(write_fd, f"+{stubborn.pid}\n+{withdrawn.pid}\nnot a line\n+\n-{withdrawn.pid}\n".encode())
@@ -83,9 +91,13 @@ async def test_the_reaper_ends_announced_groups_when_its_pipe_closes() -> None:
         with anyio.fail_after(20):
             assert await watcher.wait() == 0
         await groups_end(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
+        if Path("/proc/self/environ").exists():
+            with anyio.fail_after(10):
+                assert await unannounced.wait() == -signal.SIGTERM, "never announced, but it carries the mark"
         assert withdrawn.returncode is None, "a withdrawn group is left alone"
+        assert another_agents.returncode is None, "another agent's processes are left alone"
     finally:
-        for process in (stubborn, withdrawn):
+        for process in (stubborn, withdrawn, unannounced, another_agents):
             if group_alive(process.pid):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
@@ -103,7 +115,9 @@ async def main():
     os.kill(killed, signal.SIGKILL)  # the reaper dies first: the next spawn must start another and tell it all
     os.waitpid(killed, 0)
     second = await spawn_group(["sleep", "300"], **quiet)
-    print(first.pid, second.pid, flush=True)
+    third = await spawn_group(["bash", "-c", "setsid sleep 300 & echo $!; wait"], **quiet)
+    left_its_group = int(await third.stdout.receive())
+    print(first.pid, second.pid, left_its_group, flush=True)
     print(killed, reaper_pid(), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -112,22 +126,22 @@ anyio.run(main)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_killed() -> None:
+async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_killed_or_they_left() -> None:
     code = f"STUBBORN = {STUBBORN!r}\n{OWNER}"
     owner = await anyio.run_process(
         [sys.executable, "-c", code], check=False, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
     assert owner.returncode == -signal.SIGKILL, owner.stderr.decode()
     groups, reapers = owner.stdout.decode().splitlines()
-    first, second = (int(pid) for pid in groups.split())
+    first, second, left_its_group = (int(pid) for pid in groups.split())
     try:
         killed, restarted = reapers.split()
         assert restarted.isdigit() and restarted != killed, "a new reaper was started"
-        await groups_end(first, second)
+        await groups_end(first, second, left_its_group)  # the last one found by the mark its environment carries
         with anyio.fail_after(10):  # and the reaper itself is gone after its work
             while running(int(restarted)):
                 await anyio.sleep(0.02)
     finally:
-        for pgid in (first, second):
+        for pgid in (first, second, left_its_group):
             if group_alive(pgid):
                 os.killpg(pgid, signal.SIGKILL)
