@@ -1,8 +1,11 @@
-"""`coder-agent doctor` end to end: every check in plain words, the key never printed, one tiny completion against
-the fake model server, the editor settings for this install, and exit status 0 only when everything passed."""
+"""`coder-agent doctor`: every check in plain words, the key never printed, one tiny completion against
+the fake model server, the editor settings for this install, and exit status 0 only when everything passed.
+One spawned `coder-agent doctor` goes all the way; the failing checks run its `main` in this process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -12,6 +15,7 @@ import anyio
 import pytest
 
 from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.headless import environment_of
 from tests.support.spawn import agent_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -35,6 +39,21 @@ async def doctor(tmp_path: Path, *args: str, llm: FakeLLM | None = None, env: di
             check=False,
         )
     return Ran(done.returncode, done.stdout.decode() + done.stderr.decode())
+
+
+async def doctor_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str, env: dict[str, str] | None = None
+) -> Ran:
+    """`coder-agent doctor ARGS` in this process, with the environment and folder a spawned one would have."""
+    from coder_agent.cli import parse_args
+    from coder_agent.headless.doctor import main
+
+    parsed = parse_args(["doctor", *args])
+    out = io.StringIO()
+    monkeypatch.chdir(tmp_path)
+    with environment_of(agent_env(tmp_path, None, env)), contextlib.redirect_stdout(out), anyio.fail_after(120):
+        code = await anyio.to_thread.run_sync(lambda: main(parsed.config, parsed.model, offline=parsed.offline))
+    return Ran(code, out.getvalue())
 
 
 def line(out: str, name: str) -> str:
@@ -69,49 +88,55 @@ async def test_everything_passes_against_a_model_that_answers(tmp_path: Path, fa
     }
 
 
-async def test_no_model_fails_and_says_what_to_set(tmp_path: Path) -> None:
-    ran = await doctor(tmp_path, "--offline")
+async def test_no_model_fails_and_says_what_to_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = await doctor_here(tmp_path, monkeypatch, "--offline")
     assert ran.code == 1
     assert line(ran.out, "model").startswith("✗ model        none is set: set CODER_AGENT_MODEL")
     assert line(ran.out, "endpoint").startswith("- endpoint     skipped (--offline)")
     assert "checks failed: model, key." in ran.out
 
 
-async def test_offline_skips_the_endpoint(tmp_path: Path) -> None:
+async def test_offline_skips_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"CODER_AGENT_MODEL": "anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY": SECRET}
-    ran = await doctor(tmp_path, "--offline", env=env)
+    ran = await doctor_here(tmp_path, monkeypatch, "--offline", env=env)
     assert ran.code == 0, ran.out
     assert line(ran.out, "key") == "✓ key          ANTHROPIC_API_KEY is set (its value is not shown)"
     assert SECRET not in ran.out
     assert zed_entry(ran.out)["env"] == {"CODER_AGENT_MODEL": "anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY": "..."}
 
 
-async def test_a_missing_key_an_unknown_provider_and_an_unreachable_server_fail(tmp_path: Path) -> None:
-    ran = await doctor(tmp_path, env={"CODER_AGENT_MODEL": "anthropic/claude-sonnet-4-5"})
+async def test_a_missing_key_an_unknown_provider_and_an_unreachable_server_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = await doctor_here(tmp_path, monkeypatch, env={"CODER_AGENT_MODEL": "anthropic/claude-sonnet-4-5"})
     assert ran.code == 1
     assert line(ran.out, "key").startswith(
         "✗ key          No API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY"
     )
     assert line(ran.out, "endpoint").startswith("✗ endpoint     not tried")
 
-    ran = await doctor(tmp_path, "--offline", env={"CODER_AGENT_MODEL": "nosuchprovider/x"})
+    ran = await doctor_here(tmp_path, monkeypatch, "--offline", env={"CODER_AGENT_MODEL": "nosuchprovider/x"})
     assert ran.code == 1
     assert "which litellm does not know" in line(ran.out, "model")
 
-    ran = await doctor(tmp_path, env={"CODER_AGENT_MODEL": "openai/x", "CODER_AGENT_API_BASE": "http://127.0.0.1:9/v1"})
+    ran = await doctor_here(
+        tmp_path, monkeypatch, env={"CODER_AGENT_MODEL": "openai/x", "CODER_AGENT_API_BASE": "http://127.0.0.1:9/v1"}
+    )
     assert ran.code == 1
     assert line(ran.out, "endpoint").startswith(
         "✗ endpoint     The model server at http://127.0.0.1:9/v1 is not reachable"
     )
 
 
-async def test_a_broken_config_file_and_an_unwritable_data_folder_fail(tmp_path: Path) -> None:
+async def test_a_broken_config_file_and_an_unwritable_data_folder_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     user_file = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
     user_file.parent.mkdir(parents=True)
     user_file.write_text("temperature = 'hot'\n")
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    ran = await doctor(tmp_path, "--offline", env={"XDG_DATA_HOME": str(blocked)})
+    ran = await doctor_here(tmp_path, monkeypatch, "--offline", env={"XDG_DATA_HOME": str(blocked)})
     assert ran.code == 1
     assert line(ran.out, "config").startswith(f"✗ config       Invalid config in {user_file}: field 'temperature'")
     assert line(ran.out, "data folder").startswith(

@@ -1,22 +1,20 @@
-"""Issue 9 end to end: one scenario per family, each through a spawned `coder-agent` as an editor runs it.
+"""Issue 9 end to end: what needs a real agent process, through a spawned `coder-agent` as an editor runs it.
 
-Containment (absolute, `..`, symlinks) after "always allow edits"; command bypasses of a deny rule in full-auto;
-broad "always" rules; keys in child environments and in the agent's own (`/proc/<pid>/environ`); fetch to 127.0.0.1
-and a redirect to it; a long command's permission request. The user config is a real file in the spawned agent's
-config folder.
+Command bypasses of a deny rule in full-auto (through the editor's terminal and through local processes); a
+command in full-auto that changes files outside; keys in child environments and in the agent's own
+(`/proc/<pid>/environ`). The user config is a real file in the spawned agent's config folder. Containment after
+"always allow edits", the breadth of "always" rules, fetch to local addresses and a long command's request are
+the same flows in-process, in `tests/protocol/test_permissions.py`.
 """
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import sys
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -60,28 +58,6 @@ async def agent(
             yield spawned.client, editor, session, work
         finally:
             await editor.aclose()
-
-
-async def test_containment_holds_after_always_allow_edits(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    fake_llm.script(
-        calls(
-            ToolCall("write_file", {"path": "ok.txt", "content": "ok\n"}),
-            ToolCall("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
-            ToolCall("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
-            ToolCall("write_file", {"path": "link/sym.txt", "content": "pwned"}),
-        )
-    )
-    async with agent(tmp_path, fake_llm) as (client, editor, session, work):
-        (work / "link").symlink_to(outside)
-        editor.permission_answers = ["allow_always"]
-        editor.default_permission = "reject_once"
-        assert await client.prompt(session, "write", timeout=TURN) == "end_turn"
-    assert (work / "ok.txt").exists()
-    assert list(outside.iterdir()) == []
-    assert len(editor.permission_requests) == 4
-    assert all("rejected" in r for r in tool_results(fake_llm)[1:])
 
 
 async def test_a_deny_rule_cannot_be_bypassed_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
@@ -134,28 +110,6 @@ async def test_the_adversarial_passs_bypasses_of_a_deny_rule_do_not_run(tmp_path
     assert all("denied by the rule" in r or "rejected" in r for r in results), results
 
 
-async def test_always_rules_are_no_broader_than_what_was_shown(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
-        calls(
-            ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
-            ToolCall("run_command", {"command": 'python3 -c \'open("pwned", "w")\''}),
-            ToolCall("run_command", {"command": "env FOO=1 true"}),
-            ToolCall("run_command", {"command": "env FOO=1 touch pwned"}),
-            ToolCall("run_command", {"command": "git diff"}),
-            ToolCall("run_command", {"command": "git diff --output=pwned"}),
-        )
-    )
-    async with agent(tmp_path, fake_llm) as (client, editor, session, work):
-        editor.permission_answers = ["allow_always", "reject_once", "allow_always", "reject_once", "allow_always"]
-        editor.default_permission = "reject_once"
-        assert await client.prompt(session, "go", timeout=TURN) == "end_turn"
-    assert len(editor.permission_requests) == 6, "each later command asked again"
-    assert not (work / "pwned").exists()
-    text = client.agent_text(session)
-    assert "`execute:=python3 -c 'print(1)'`" in text and "`execute:=env FOO=1 true`" in text
-    assert "`execute:git diff`" in text
-
-
 async def test_child_processes_never_see_a_provider_key(tmp_path: Path, fake_llm: FakeLLM) -> None:
     keys = {"OPENAI_API_KEY": "sk-e2e-openai-0001", "AZURE_API_KEY": "e2e-azure-0002", "COHERE_API_KEY":
             "e2e-cohere-0003", "HF_TOKEN": "hf_e2e_0004", "AWS_SECRET_ACCESS_KEY": "e2e-aws-0005"}  # fmt: skip
@@ -201,50 +155,3 @@ async def test_a_command_cannot_read_the_keys_from_the_agents_own_environment(
     output = tool_results(fake_llm)[0]
     assert "STATUS=" in output and "STATUS=0" not in output, output
     assert key[::-1] not in output
-
-
-async def test_fetch_to_127_0_0_1_and_a_redirect_to_it_ask(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            port = self.server.server_address[1]
-            if self.path == "/away":
-                self.send_response(302)
-                self.send_header("Location", f"http://localhost:{port}/secret")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"local page")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/page"}), ToolCall("fetch", {"url": f"{base}/away"})))
-        async with agent(tmp_path, fake_llm, 'default_mode = "full-auto"\n') as (client, editor, session, work):
-            editor.permission_answers = ["reject_once", "allow_once"]
-            assert await client.prompt(session, "fetch", timeout=TURN) == "end_turn"
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert len(editor.permission_requests) == 2, "both fetches of 127.0.0.1 asked in full-auto"
-    assert seen == ["/away"], "the rejected one never connected; the redirect to localhost was not followed"
-    assert "not followed" in tool_results(fake_llm)[1]
-
-
-async def test_a_long_commands_request_shows_all_of_it(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    command = "echo " + "x" * 150 + " && touch pwned"
-    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
-    async with agent(tmp_path, fake_llm) as (client, editor, session, work):
-        editor.default_permission = "reject_once"
-        assert await client.prompt(session, "run", timeout=TURN) == "end_turn"
-    request = editor.permission_requests[0]["toolCall"]
-    assert request["rawInput"]["command"] == command
-    assert any(command in block["content"]["text"] for block in request["content"] if block["type"] == "content")
-    assert not (work / "pwned").exists()

@@ -152,7 +152,7 @@ async def test_stream_json_prints_each_event_as_a_line(tmp_path: Path, work: Pat
 @pytest.mark.parametrize("argument", [[], ["-"]])
 async def test_the_prompt_comes_from_stdin(tmp_path: Path, work: Path, fake_llm: FakeLLM, argument: list[str]) -> None:
     fake_llm.script([Reply("Four.")])
-    ran = await run(tmp_path, "--cwd", str(work), *argument, llm=fake_llm, stdin="What is 2+2?\n")
+    ran = await run_here(tmp_path, "--cwd", str(work), *argument, llm=fake_llm, stdin="What is 2+2?\n")
     assert ran.code == 0, ran.stderr
     assert ran.stdout == "Four.\n"
     assert user_messages(fake_llm) == ["What is 2+2?\n"]
@@ -263,7 +263,7 @@ async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work:
 
 async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script([Reply("First answer.")])
-    first = await run(
+    first = await run_here(
         tmp_path, "--cwd", str(work), "--mode", "full-auto", "--output-format", "json", "first", llm=fake_llm
     )
     session_id = first.json()["session_id"]

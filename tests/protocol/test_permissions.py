@@ -168,21 +168,25 @@ async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
             ToolCall("run_command", {"command": "bash -c 'rm victim'"}),
             ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
             ToolCall("run_command", {"command": "python3 -c 'import os; os.remove(\"victim\")'"}),
+            ToolCall("run_command", {"command": "env FOO=1 true"}),
+            ToolCall("run_command", {"command": "env FOO=1 touch pwned"}),
             ToolCall("run_command", {"command": "git diff"}),
             ToolCall("run_command", {"command": "git diff --output=written.txt"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, terminal=False) as (client, editor, session, work):
         (work / "victim").write_text("keep\n")
-        editor.permission_answers = ["allow_always", "reject_once", "allow_always", "reject_once", "allow_always"]
+        always, once = "allow_always", "reject_once"
+        editor.permission_answers = [always, once, always, once, always, once, always]
         editor.default_permission = "reject_once"
         await client.prompt(session, "go")
     labels = [[o["name"] for o in r["options"]] for r in editor.permission_requests]
     assert "Always allow `true …` commands" in labels[0]
     assert "Always allow exactly `python3 -c 'print(1)'`" in labels[2]
-    assert "Always allow `git diff …` commands" in labels[4]
-    assert len(editor.permission_requests) == 6, "each different command asked again"
-    assert (work / "victim").exists() and not (work / "written.txt").exists()
+    assert "Always allow exactly `env FOO=1 true`" in labels[4]
+    assert "Always allow `git diff …` commands" in labels[6]
+    assert len(editor.permission_requests) == 8, "each different command asked again"
+    assert (work / "victim").exists() and not (work / "written.txt").exists() and not (work / "pwned").exists()
 
 
 async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path: Path, fake_llm: FakeLLM) -> None:

@@ -51,7 +51,7 @@ async def run_here(
     from coder_agent.server import cli_source, session_manager
 
     out, err = io.StringIO(), io.StringIO()
-    with _environ(agent_env(tmp_path, llm, env)), contextlib.redirect_stderr(err), anyio.fail_after(RUN_WAIT):
+    with environment_of(agent_env(tmp_path, llm, env)), contextlib.redirect_stderr(err), anyio.fail_after(RUN_WAIT):
         options = run_options(parse_args(["run", *args]), io.BytesIO(stdin.encode()), stdin_tty=False, stderr_tty=False)
         source = cli_source(None, None)
         code = await headless.run_in(options, lambda tasks: session_manager(source(), tasks), out)
@@ -59,7 +59,8 @@ async def run_here(
 
 
 @contextlib.contextmanager
-def _environ(environment: Mapping[str, str]) -> Iterator[None]:
+def environment_of(environment: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment replaced by `environment` for the block (tests run one at a time per process)."""
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(environment)
