@@ -1,20 +1,24 @@
 """Issue 9 end to end: what needs a real agent process, through a spawned `coder-agent` as an editor runs it.
 
-Command bypasses of a deny rule in full-auto (through the editor's terminal and through local processes); a
-command in full-auto that changes files outside; keys in child environments and in the agent's own
-(`/proc/<pid>/environ`). The user config is a real file in the spawned agent's config folder. Containment after
-"always allow edits", the breadth of "always" rules, fetch to local addresses and a long command's request are
-the same flows in-process, in `tests/protocol/test_permissions.py`.
+Containment (absolute, `..`, symlinks) after "always allow edits", broad "always" rules, a long command's
+permission request and fetch to 127.0.0.1 with a redirect to it (four sessions of one agent); command bypasses
+of a deny rule in full-auto (through the editor's terminal and through local processes); a command in full-auto
+that changes files outside; keys in child environments and in the agent's own (`/proc/<pid>/environ`). The user
+config is a real file in the spawned agent's config folder. `tests/protocol/test_permissions.py` has the same
+families in-process, with more cases each.
 """
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import sys
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +62,100 @@ async def agent(
             yield spawned.client, editor, session, work
         finally:
             await editor.aclose()
+
+
+async def test_containment_always_rules_fetch_and_long_commands_in_one_agent(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """Four families, each in its own session of one spawned agent (each also in-process, in more cases)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    local_server, seen = serve_local_pages()
+    base = f"http://127.0.0.1:{local_server.server_address[1]}"
+    long_command = "echo " + "x" * 150 + " && touch long-pwned"
+    fake_llm.script(
+        [
+            *calls(  # containment after "always allow edits"
+                ToolCall("write_file", {"path": "ok.txt", "content": "ok\n"}),
+                ToolCall("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
+                ToolCall("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
+                ToolCall("write_file", {"path": "link/sym.txt", "content": "pwned"}),
+            ),
+            *calls(  # "always" is no broader than what was shown
+                ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
+                ToolCall("run_command", {"command": 'python3 -c \'open("pwned", "w")\''}),
+                ToolCall("run_command", {"command": "env FOO=1 true"}),
+                ToolCall("run_command", {"command": "env FOO=1 touch pwned"}),
+                ToolCall("run_command", {"command": "git diff"}),
+                ToolCall("run_command", {"command": "git diff --output=pwned"}),
+            ),
+            *calls(ToolCall("run_command", {"command": long_command})),  # the whole command is shown
+            *calls(ToolCall("fetch", {"url": f"{base}/page"}), ToolCall("fetch", {"url": f"{base}/away"})),
+        ]
+    )
+    try:
+        async with agent(tmp_path, fake_llm) as (client, editor, session, work):
+            (work / "link").symlink_to(outside)
+            editor.permission_answers = ["allow_always"]
+            editor.default_permission = "reject_once"
+            assert await client.prompt(session, "write", timeout=TURN) == "end_turn"
+            assert (work / "ok.txt").exists() and list(outside.iterdir()) == []
+            assert len(editor.permission_requests) == 4, "every outside write asked, despite edit:**"
+            assert all("rejected" in r for r in tool_results(fake_llm)[1:])
+
+            always = await client.new_session(str(work))
+            editor.permission_requests.clear()
+            editor.permission_answers = ["allow_always", "reject_once", "allow_always", "reject_once", "allow_always"]
+            assert await client.prompt(always, "go", timeout=TURN) == "end_turn"
+            assert len(editor.permission_requests) == 6, "each later command asked again"
+            assert not (work / "pwned").exists()
+            text = client.agent_text(always)
+            assert "`execute:=python3 -c 'print(1)'`" in text and "`execute:=env FOO=1 true`" in text
+            assert "`execute:git diff`" in text
+
+            long = await client.new_session(str(work))
+            editor.permission_requests.clear()
+            assert await client.prompt(long, "run", timeout=TURN) == "end_turn"
+            request = editor.permission_requests[0]["toolCall"]
+            assert request["rawInput"]["command"] == long_command
+            shown = [block["content"]["text"] for block in request["content"] if block["type"] == "content"]
+            assert any(long_command in text for text in shown)
+            assert not (work / "long-pwned").exists()
+
+            fetch = await client.new_session(str(work))
+            await client.request("session/set_mode", {"sessionId": fetch, "modeId": "full-auto"})
+            editor.permission_requests.clear()
+            editor.permission_answers = ["reject_once", "allow_once"]
+            assert await client.prompt(fetch, "fetch", timeout=TURN) == "end_turn"
+            assert len(editor.permission_requests) == 2, "both fetches of 127.0.0.1 asked in full-auto"
+            assert seen == ["/away"], "the rejected one never connected; the redirect to localhost was not followed"
+            assert "not followed" in tool_results(fake_llm)[1]
+    finally:
+        local_server.shutdown()
+        local_server.server_close()
+
+
+def serve_local_pages() -> tuple[http.server.ThreadingHTTPServer, list[str]]:
+    """A page server on 127.0.0.1 whose `/away` redirects to localhost; the paths it was asked for."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            port = self.server.server_address[1]
+            if self.path == "/away":
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{port}/secret")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"local page")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
 
 
 async def test_a_deny_rule_cannot_be_bypassed_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
