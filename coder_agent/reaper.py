@@ -29,11 +29,7 @@ PRUNE_EVERY = 2.0
 
 def group_alive(pgid: int) -> bool:
     """Whether process group `pgid` has a member we may signal (a group we may not signal is not ours)."""
-    try:
-        os.killpg(pgid, 0)
-    except OSError:
-        return False
-    return True
+    return _signal(True, pgid, 0)
 
 
 def marked(mark: bytes) -> set[int]:
@@ -59,27 +55,23 @@ def end(groups: set[int], pids: set[int]) -> None:
     while (groups or pids) and time.monotonic() < deadline:
         time.sleep(0.02)
         groups = {pgid for pgid in groups if group_alive(pgid)}
-        pids = {pid for pid in pids if _alive(pid)}
+        pids = {pid for pid in pids if _signal(False, pid, 0)}
     for pgid in groups:
         _signal(True, pgid, signal.SIGKILL)
     for pid in pids:
         _signal(False, pid, signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
+def _signal(group: bool, target: int, sig: int) -> bool:
+    """Send `sig` to a process group or a process (0: only ask whether we may); False if it is gone or not ours."""
     try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True
-
-
-def _signal(group: bool, target: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(OSError):
         if group:
             os.killpg(target, sig)
         else:
             os.kill(target, sig)
+    except OSError:
+        return False
+    return True
 
 
 def watch(fd: int) -> set[int]:
