@@ -92,32 +92,42 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, s
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     """`text` with the value of every key variable replaced by `[redacted NAME]`."""
-    for value, name in secret_values(environ):
+    return _replace(text, secret_values(environ))
+
+
+def redact_data(data: Any) -> Any:
+    """Every string inside JSON-like data redacted (dicts, lists and strings; other values as they are).
+
+    The environment is read once per call, not once per string: a session's whole history goes through here."""
+    values = secret_values()
+    return _redact_walk(data, values) if values else data
+
+
+def _redact_walk(data: Any, values: list[tuple[str, str]]) -> Any:
+    if isinstance(data, str):
+        return _replace(data, values)
+    if isinstance(data, dict):
+        return {key: _redact_walk(value, values) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_redact_walk(item, values) for item in data]
+    return data
+
+
+def _replace(text: str, values: list[tuple[str, str]]) -> str:
+    for value, name in values:
         if value in text:
             text = text.replace(value, f"[redacted {name}]")
     return text
 
 
-def redact_data(data: Any) -> Any:
-    """Every string inside JSON-like data redacted (dicts, lists and strings; other values as they are)."""
-    if not secret_values():
-        return data
-    if isinstance(data, str):
-        return redact(data)
-    if isinstance(data, dict):
-        return {key: redact_data(value) for key, value in data.items()}
-    if isinstance(data, list):
-        return [redact_data(item) for item in data]
-    return data
-
-
 def redact_model(model: _M) -> _M:
     """A pydantic model (a session update) with key values redacted from every string in it; itself when no key
     is set or none occurs."""
-    if not secret_values():
+    values = secret_values()
+    if not values:
         return model
     data = model.model_dump(by_alias=True, exclude_none=True)
-    cleaned = redact_data(data)
+    cleaned = _redact_walk(data, values)
     return model if cleaned == data else type(model).model_validate(cleaned)
 
 
@@ -125,14 +135,15 @@ class RedactingFilter(logging.Filter):
     """Redacts key values from every record a handler writes (the message with its arguments merged)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not secret_values():
+        values = secret_values()
+        if not values:
             return True
         message = record.getMessage()
-        cleaned = redact(message)
+        cleaned = _replace(message, values)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = _replace(record.exc_text, values)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True
