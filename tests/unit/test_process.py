@@ -22,6 +22,8 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+HAS_PROC = Path("/proc/self/environ").exists()
+"""Linux: the reaper also finds processes by the mark in their environment."""
 STUBBORN = "trap '' TERM; sleep 300 & echo ready; wait"
 """A shell that ignores SIGTERM, with a child that ignores it too."""
 
@@ -91,7 +93,7 @@ async def test_the_reaper_ends_announced_groups_and_marked_processes_when_its_pi
         with anyio.fail_after(20):
             assert await watcher.wait() == 0
         await groups_end(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
-        if Path("/proc/self/environ").exists():
+        if HAS_PROC:
             with anyio.fail_after(10):
                 assert await unannounced.wait() == -signal.SIGTERM, "never announced, but it carries the mark"
         assert withdrawn.returncode is None, "a withdrawn group is left alone"
