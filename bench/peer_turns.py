@@ -197,7 +197,7 @@ def prompt(client: BenchClient, llm: FakeLLM, session_id: str, kind: str) -> Tur
         raise BenchFailure(f"{kind} prompt: model requests {kinds}, expected {expected}")
     if kind == "tool" and MARKER not in json.dumps(requests[1].body.get("messages", [])[-3:]):
         raise BenchFailure("tool prompt: the file's text never reached the model (no read tool, or it failed)")
-    deadline = time.perf_counter() + 1.0  # the server thread stamps the last byte just after writing it
+    deadline = time.perf_counter() + 1.0  # a reply cut short is never stamped finished
     while requests[-1].timing.finished is None and time.perf_counter() < deadline:
         time.sleep(0.001)
     if requests[-1].timing.finished is None:

@@ -18,8 +18,8 @@ server running in a background thread, and:
   chunked body, so the client sees a broken stream), a stall before the first byte or after N chunks, and a
   per-chunk delay; pauses end at once when the server shuts down or the client goes away;
 * records every request (:attr:`FakeLLM.requests`, :attr:`FakeLLM.recorded`, :attr:`FakeLLM.last_request`), with
-  its :class:`Timing` (``time.perf_counter()`` when its body had arrived, when the response started and when its last
-  byte was written), so a benchmark can put the server's times next to its client's;
+  its :class:`Timing` (``time.perf_counter()`` when its body had arrived, as the response started and as its last
+  bytes were written), so a benchmark can put the server's times next to its client's;
 * reports prompt-cache usage (``Reply(cached=..., cache_write=...)``: OpenAI's
   ``usage.prompt_tokens_details.cached_tokens``), holds a reply at a chunk until a test opens a gate
   (``Reply(gate=threading.Event(), stall_after=N)``), and also speaks Anthropic's streaming Messages API on
@@ -241,7 +241,7 @@ class Fault:
 
 @dataclass
 class Timing:
-    """When (``time.perf_counter()``) a request's body had arrived, its response started and its last byte was
+    """When (``time.perf_counter()``) a request's body had arrived, its response started and its last bytes were
     written; ``None`` until then, and ``finished`` stays ``None`` for a response cut or dropped on purpose."""
 
     arrived: float = field(default_factory=time.perf_counter)
@@ -614,14 +614,15 @@ class FakeLLM:
 
     @staticmethod
     def _timed(send: _Send, timing: Timing) -> _Send:
-        """``send``, stamping ``timing`` when the response starts and when its last byte has been written."""
+        """``send``, stamping ``timing`` as the response starts and as its last bytes go out: just before those
+        writes, so no client can have read them before the stamp is there (the writes take microseconds)."""
 
         async def timed_send(message: _Message) -> None:
-            await send(message)
             if message["type"] == "http.response.start":
                 timing.started = time.perf_counter()
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 timing.finished = time.perf_counter()
+            await send(message)
 
         return timed_send
 
