@@ -10,21 +10,18 @@ import json
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from subprocess import PIPE
-from typing import Any
 
 import anyio
 import pytest
 
 from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
-from tests.support.headless import run_here
+from tests.support.headless import RUN_WAIT, Ran, run_here
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-RUN_WAIT = 120.0
 ESCAPE = "\x1b["
 WRITE = Reply.tool("write_file", {"path": "notes.txt", "content": "remember\n"})
 PLAN = {
@@ -35,20 +32,6 @@ EDIT_SCRIPT = [
     Reply(tool_calls=[ToolCall("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
     Reply("Changed the greeting."),
 ]
-
-
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.stdout)
-        return result
-
-    def events(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.stdout.splitlines()]
 
 
 async def run(

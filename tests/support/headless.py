@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -30,14 +31,10 @@ class Ran:
     stderr: str
 
     def json(self) -> dict[str, Any]:
-        import json
-
         result: dict[str, Any] = json.loads(self.stdout)
         return result
 
     def events(self) -> list[dict[str, Any]]:
-        import json
-
         return [json.loads(line) for line in self.stdout.splitlines()]
 
 
