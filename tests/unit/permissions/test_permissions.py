@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coder_agent import secrets
-from coder_agent.permissions import Action, PermissionPolicy, Rule, analyse, offer, resolve, restore_rules
+from coder_agent.permissions import Action, PermissionPolicy, Rule, Verdict, analyse, offer, resolve, restore_rules
 from coder_agent.permissions.network import judge, why_local
 from coder_agent.permissions.paths import command_writes
 
@@ -50,6 +50,12 @@ class Workspace:
             [Rule.parse(self.fill(r)) for r in deny],
             [Rule.parse(self.fill(r)) for r in session],
         )
+
+    def decide(self, row: Row, *, fill: bool = False) -> Verdict:
+        """A table row's verdict: (name, mode, allow, deny, session rules, kind, subject, expected)."""
+        _, mode, allow, deny, session, kind, subject, _ = row
+        action = self.action(kind, self.fill(subject) if fill else subject)
+        return self.policy(mode, allow, deny, session).decide(action)
 
     def action(self, kind: str, subject: str) -> Action:
         roots = [self.work, self.extra]
@@ -86,7 +92,7 @@ Row = tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...], str, st
 
 
 def rows(*table: Row) -> list[object]:
-    return [pytest.param(*row[1:], id=row[0]) for row in table]
+    return [pytest.param(row, id=row[0]) for row in table]
 
 
 # ---- containment × modes × rule kinds ----------------------------------------------------------------------
@@ -154,19 +160,10 @@ CONTAINMENT += [
 ]
 
 
-@pytest.mark.parametrize(("mode", "allow", "deny", "session", "kind", "subject", "expected"), rows(*CONTAINMENT))
-def test_containment(
-    ws: Workspace,
-    mode: str,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    session: tuple[str, ...],
-    kind: str,
-    subject: str,
-    expected: str,
-) -> None:
-    verdict = ws.policy(mode, allow, deny, session).decide(ws.action(kind, subject))
-    assert verdict.decision == expected, verdict.reason
+@pytest.mark.parametrize("row", rows(*CONTAINMENT))
+def test_containment(ws: Workspace, row: Row) -> None:
+    verdict = ws.decide(row)
+    assert verdict.decision == row[-1], verdict.reason
 
 
 DENY_WINS: list[Row] = [
@@ -192,18 +189,10 @@ DENY_WINS: list[Row] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("mode", "allow", "deny", "session", "kind", "subject", "expected"), rows(*DENY_WINS))
-def test_deny_wins(
-    ws: Workspace,
-    mode: str,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    session: tuple[str, ...],
-    kind: str,
-    subject: str,
-    expected: str,
-) -> None:
-    assert ws.policy(mode, allow, deny, session).decide(ws.action(kind, subject)).decision == expected
+@pytest.mark.parametrize("row", rows(*DENY_WINS))
+def test_deny_wins(ws: Workspace, row: Row) -> None:
+    verdict = ws.decide(row)
+    assert verdict.decision == row[-1], verdict.reason
 
 
 # ---- commands: every bypass family of issue 9 under `deny = ["execute:rm"]` in full-auto ---------------------
@@ -540,19 +529,10 @@ ALLOW: list[Row] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("mode", "allow", "deny", "session", "kind", "subject", "expected"), rows(*ALLOW))
-def test_allow_rules_cover_every_simple_command(
-    ws: Workspace,
-    mode: str,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    session: tuple[str, ...],
-    kind: str,
-    subject: str,
-    expected: str,
-) -> None:
-    verdict = ws.policy(mode, allow, deny, session).decide(ws.action(kind, ws.fill(subject)))
-    assert verdict.decision == expected, verdict.reason
+@pytest.mark.parametrize("row", rows(*ALLOW))
+def test_allow_rules_cover_every_simple_command(ws: Workspace, row: Row) -> None:
+    verdict = ws.decide(row, fill=True)
+    assert verdict.decision == row[-1], verdict.reason
 
 
 DENY_PREFIX = [
@@ -637,7 +617,7 @@ BROAD_REMEMBERED = [
     ("nohup make", "nohup rm -rf x"),
     ("FOO=1 make", "FOO=1 rm -rf x"),
     ("git diff", "git diff --output=/elsewhere/x"),
-    ("git status", "git status > /tmp/x"),
+    ("git status", "git status > /elsewhere/x"),
     ("uv run pytest", "uv run rm -rf x"),
     ("sh -c 'echo hi'", "sh -c 'echo hi; rm -rf x'"),
 ]
@@ -766,18 +746,10 @@ FETCH: list[Row] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("mode", "allow", "deny", "session", "kind", "subject", "expected"), rows(*FETCH))
-def test_fetch_rules(
-    ws: Workspace,
-    mode: str,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    session: tuple[str, ...],
-    kind: str,
-    subject: str,
-    expected: str,
-) -> None:
-    assert ws.policy(mode, allow, deny, session).decide(ws.action(kind, subject)).decision == expected
+@pytest.mark.parametrize("row", rows(*FETCH))
+def test_fetch_rules(ws: Workspace, row: Row) -> None:
+    verdict = ws.decide(row)
+    assert verdict.decision == row[-1], verdict.reason
 
 
 # ---- modes × other kinds -------------------------------------------------------------------------------------
@@ -794,18 +766,10 @@ MODES_TABLE: list[Row] = [
 ]
 
 
-@pytest.mark.parametrize(("mode", "allow", "deny", "session", "kind", "subject", "expected"), rows(*MODES_TABLE))
-def test_modes_and_mcp_tools(
-    ws: Workspace,
-    mode: str,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    session: tuple[str, ...],
-    kind: str,
-    subject: str,
-    expected: str,
-) -> None:
-    assert ws.policy(mode, allow, deny, session).decide(ws.action(kind, subject)).decision == expected
+@pytest.mark.parametrize("row", rows(*MODES_TABLE))
+def test_modes_and_mcp_tools(ws: Workspace, row: Row) -> None:
+    verdict = ws.decide(row)
+    assert verdict.decision == row[-1], verdict.reason
 
 
 # ---- keys stay home ------------------------------------------------------------------------------------------
