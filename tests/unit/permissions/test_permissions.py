@@ -493,7 +493,7 @@ ALLOW: list[Row] = [
     ("full-auto-cd-up-write", "full-auto", (), (), (), "execute", "cd .. && echo x > f", "ask"),
     ("full-auto-cd-out-tee", "full-auto", (), (), (), "execute", "cd {out}; echo x | tee f", "ask"),
     ("full-auto-subshell-cd", "full-auto", (), (), (), "execute", "(cd ..; echo x > f)", "ask"),
-    ("full-auto-pushd", "full-auto", (), (), (), "execute", "pushd /tmp && echo x > f", "ask"),
+    ("full-auto-pushd", "full-auto", (), (), (), "execute", "pushd /elsewhere && echo x > f", "ask"),
     ("full-auto-cd-home", "full-auto", (), (), (), "execute", "cd && echo x >> .bashrc", "ask"),
     ("full-auto-cd-variable", "full-auto", (), (), (), "execute", "cd \"$D\" && echo x > f", "ask"),
     ("full-auto-cd-src-write", "full-auto", (), (), (), "execute", "cd src && echo x > f", "allow"),
