@@ -12,6 +12,7 @@ notice the first time), and a question of a kind the client cannot show comes ba
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +23,7 @@ from pydantic import ValidationError
 from coder_agent import secrets
 from coder_agent.acp.presentation import permission_options
 from coder_agent.errors import ClientError
-from coder_agent.permissions import Choice
+from coder_agent.permissions import Choice, ChoiceKind, chosen
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -52,6 +53,8 @@ from coder_agent.session.bridge import (
 )
 from coder_agent.session.local import LocalBridge
 from coder_agent.session.questions import ACCEPT, Answer, FormQuestion, Question, not_asked, refusal
+
+log = logging.getLogger(__name__)
 
 FS_TIMEOUT = 30.0
 TERMINAL_TIMEOUT = 30.0
@@ -120,8 +123,9 @@ class AcpClientBridge:
         text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
         await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
-        """Ask the user; the answer may take as long as the user needs (bounded at an hour)."""
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+        """Ask the user; the answer may take as long as the user needs (bounded at an hour). An option id the
+        request did not offer is a rejection; an answer that is not a permission outcome fails the call."""
         wire = call.wire()
         wire.pop("sessionUpdate", None)
         options = [option.wire() for option in permission_options(list(choices))]
@@ -131,8 +135,23 @@ class AcpClientBridge:
             )
         except ClientError as exc:
             raise BridgeError(f"The permission request failed ({exc.message}); the call was not run.") from None
-        outcome = RequestPermissionResponse.model_validate(result).outcome
-        return None if outcome.outcome == "cancelled" else outcome.option_id
+        try:
+            outcome = RequestPermissionResponse.model_validate(result).outcome
+        except ValidationError:
+            raise BridgeError(
+                "The editor's answer to the permission request was malformed; the call was not run."
+            ) from None
+        if outcome.outcome == "cancelled":
+            return None
+        kind = chosen(choices, outcome.option_id)
+        if kind != outcome.option_id:
+            log.warning(
+                "session %s: the editor answered a permission request with an option it was not offered (%r): "
+                "taken as a rejection",
+                self.session_id,
+                outcome.option_id,
+            )
+        return kind
 
     # ---- questions ----------------------------------------------------------------------------
 

@@ -22,11 +22,17 @@ from rich.text import Text
 
 from coder_agent.headless.events import Output, Permission
 from coder_agent.headless.render import content_lines
-from coder_agent.permissions import Choice
+from coder_agent.permissions import ALLOWING, Choice, ChoiceKind
 from coder_agent.protocol.schema import ToolCallUpdate
 from coder_agent.visible import visible
 
-SHORT_ANSWERS = {"y": "allow_once", "yes": "allow_once", "n": "reject_once", "no": "reject_once", "a": "allow_always"}
+SHORT_ANSWERS: dict[str, ChoiceKind] = {
+    "y": "allow_once",
+    "yes": "allow_once",
+    "n": "reject_once",
+    "no": "reject_once",
+    "a": "allow_always",
+}
 
 
 class Answers:
@@ -39,7 +45,7 @@ class Answers:
         self.refused: list[Permission] = []
         """Questions no one could answer: each stopped the run."""
 
-    async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+    async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
         allow_rules = next((c.rules for c in choices if c.kind == "allow_always"), ())
         title, kind = call.title or "A tool call", call.kind or "other"
         if self.console is None:
@@ -49,12 +55,12 @@ class Answers:
             return None  # the turn ends as if cancelled: the model is not told to give up on the call
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
-        allowed = answer.startswith("allow")
+        allowed = answer in ALLOWING
         event = Permission(call.tool_call_id, title, kind, "allowed" if allowed else "refused", "terminal", allow_rules)
         self.output.permission(event)
         return answer
 
-    async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> str:
+    async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind:
         title = visible(call.title or "A tool call")
         console.print(Text.assemble(("? ", "bold yellow"), (title, "bold"), (f"  ({call.kind})", "dim")))
         for line in content_lines(call.content or []):
@@ -74,7 +80,7 @@ class Answers:
             console.print(Text(f"Type a number from 1 to {len(choices)}, y, n, or press Enter to reject.", style="dim"))
 
 
-def pick(line: str, choices: Sequence[Choice]) -> str | None:
+def pick(line: str, choices: Sequence[Choice]) -> ChoiceKind | None:
     """The choice a typed line names, or None if it names none."""
     text = line.strip().lower()
     kinds = [choice.kind for choice in choices]

@@ -12,7 +12,7 @@
 Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter before a command is checked.
 """
 
-from coder_agent.permissions.always import Choice, Offer, offer, restore_rules
+from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, offer, restore_rules
 from coder_agent.permissions.modes import DEFAULT_MODE, MODES, ModeInfo, ModeName, is_mode
 from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
 from coder_agent.permissions.paths import Place, resolve, still_there
@@ -21,10 +21,12 @@ from coder_agent.permissions.rules import Rule
 from coder_agent.permissions.shell import CommandLine, SimpleCommand, analyse
 
 __all__ = [
+    "ALLOWING",
     "DEFAULT_MODE",
     "MODES",
     "Action",
     "Choice",
+    "ChoiceKind",
     "CommandLine",
     "Decision",
     "FetchTarget",
@@ -38,6 +40,7 @@ __all__ = [
     "TargetError",
     "Verdict",
     "analyse",
+    "chosen",
     "is_mode",
     "offer",
     "resolve",

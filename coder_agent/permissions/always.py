@@ -19,6 +19,7 @@ The option's label states the rule. `acp.presentation` turns `Choice`s into ACP 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +36,8 @@ MAX_EXACT_RULE = 300
 NOUNS = {"read": "reads", "edit": "edits", "search": "searches", "delete": "deletes", "move": "moves"}
 
 ChoiceKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+ALLOWING: frozenset[ChoiceKind] = frozenset({"allow_once", "allow_always"})
+REJECTION: ChoiceKind = "reject_once"
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,13 @@ class Offer:
 
     def rules(self, kind: str) -> tuple[Rule, ...]:
         return self.allow if kind == "allow_always" else self.deny if kind == "reject_always" else ()
+
+
+def chosen(choices: Sequence[Choice], answer: object) -> ChoiceKind:
+    """The kind of the offered choice an answer names. Anything else is a rejection: an id that was never
+    offered (`"deny"`, `""`, an "always" this prompt did not offer, an id of an earlier prompt), or not a
+    string at all. An answer is never read for what it looks like, only matched against what was offered."""
+    return next((choice.kind for choice in choices if choice.kind == answer), REJECTION)
 
 
 def offer(policy: PermissionPolicy, action: Action) -> Offer:

@@ -66,6 +66,8 @@ class Verdict:
     decision: Decision
     reason: str
     """Why, in words the user and the model can read."""
+    by_mode: bool = False
+    """It asks only because the mode says so (nothing about the call itself needs pointing out)."""
 
 
 @dataclass
@@ -178,7 +180,7 @@ class PermissionPolicy:
             return Verdict("allow", "full-auto mode")
         if self.mode == "accept-edits" and action.kind == "edit" and action.tool is None:
             return Verdict("allow", "accept-edits mode")
-        return Verdict("ask", f"{action.kind} asks in this mode")
+        return Verdict("ask", f"{action.kind} asks in this mode", by_mode=True)
 
     def _command_deny_rules(self) -> list[Rule]:
         return [r for r in (*self.deny, *self.session_deny) if r.applies_to("execute")]

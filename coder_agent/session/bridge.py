@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from coder_agent.permissions import Choice
+from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.session.questions import Answer, Question
@@ -92,8 +92,9 @@ class ClientBridge(Protocol):
         """
         ...
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
-        """Ask the user about a tool call; the chosen choice's kind, or None if the turn was cancelled."""
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+        """Ask the user about a tool call; the kind of the choice picked among `choices` (an answer that names
+        none of them is `reject_once`: `permissions.chosen`), or None if the turn was cancelled."""
         ...
 
     async def ask(self, question: Question) -> Answer:

@@ -22,7 +22,7 @@ import anyio
 
 from coder_agent import nofollow
 from coder_agent.atomic import write_atomic
-from coder_agent.permissions import Choice
+from coder_agent.permissions import Choice, ChoiceKind, chosen
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.secrets import child_environ, redact_model
@@ -45,13 +45,13 @@ WINDOW_MAX_BYTES = 4_000_000
 LINE_CHUNK = 65_536
 
 Sink = Callable[[SessionUpdate], Awaitable[None]]
-Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
+Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[ChoiceKind | None]]
 AskUser = Callable[[questions.Question], Awaitable[questions.Answer]]
 NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
 CHANGED = "{path} changed since it was checked (a symlink now leads elsewhere); nothing was done."
 
 
-async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
     return "reject_once"
 
 
@@ -90,8 +90,9 @@ class LocalBridge:
 
         await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
-        return await self.answer(call, choices)
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+        answer = await self.answer(call, choices)
+        return None if answer is None else chosen(choices, answer)
 
     async def ask(self, question: questions.Question) -> questions.Answer:
         problem = questions.refusal(question)

@@ -22,7 +22,7 @@ import anyio
 
 from coder_agent import secrets
 from coder_agent.model.base import ToolCallRequest
-from coder_agent.permissions import offer
+from coder_agent.permissions import ALLOWING, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate
 from coder_agent.session.bridge import BridgeError
@@ -135,7 +135,7 @@ class ToolExecutor:
             why = f"Not allowed: {verdict.reason}."
             return f"{why} Do not retry this; tell the user or find another way.", why
         content = list(prepared.preview)
-        if not verdict.reason.endswith("asks in this mode"):
+        if not verdict.by_mode:
             content.append(text_content(f"Asking because {verdict.reason}."))
         request = ToolCallUpdate(
             tool_call_id=shown.call_id,
@@ -146,17 +146,20 @@ class ToolExecutor:
             locations=prepared.locations or None,
             raw_input=raw_input,
         )
-        choices = offer(policy, action)
+        offered = offer(policy, action)
+        choices = offered.choices()
         try:
-            answer = await self.session.client.request_permission(_redacted(request), choices.choices())
+            answer = await self.session.client.request_permission(_redacted(request), choices)
         except BridgeError as exc:
             return str(exc), str(exc)
         if answer is None:
             raise TurnCancelled
-        rules = choices.rules(answer)
+        if answer not in {choice.kind for choice in choices}:  # the bridges map answers onto the choices; hold it
+            answer = "reject_once"
+        rules = offered.rules(answer)
         if rules:
             await self._remember(rules, allow=answer == "allow_always")
-        if answer.startswith("reject"):
+        if answer not in ALLOWING:
             return REJECTED_FOR_MODEL, "Rejected."
         return None
 

@@ -47,6 +47,8 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
 PERMISSION_CHOICES: Final = ("allow_once", "allow_always", "reject_once", "reject_always", "cancelled")
+RAW_ANSWER: Final = "id:"
+"""A scripted answer `id:<text>` selects the option id `<text>` whatever was offered (a client that answers badly)."""
 
 _EXIT_POLL: Final = 0.05  # older anyio only notices an exit once the pipes close; poll returncode meanwhile
 _DRAIN_GRACE: Final = 0.2  # after the command exits, how long to wait for the last output before reporting the exit
@@ -151,7 +153,7 @@ class PendingPermission:
 
     def resolve(self, choice: str | None = None) -> None:
         """Answer with `choice` (see PERMISSION_CHOICES); None takes the next scripted answer."""
-        if choice is not None and choice not in PERMISSION_CHOICES:
+        if choice is not None and choice not in PERMISSION_CHOICES and not choice.startswith(RAW_ANSWER):
             raise ValueError(f"unknown permission choice {choice!r}; use one of {PERMISSION_CHOICES}")
         if not self.answered.is_set():
             self.choice = choice
@@ -449,7 +451,7 @@ class FakeEditor:
 
     def _next_choice(self) -> str:
         choice = self.permission_answers.pop(0) if self.permission_answers else self.default_permission
-        if choice not in PERMISSION_CHOICES:
+        if choice not in PERMISSION_CHOICES and not choice.startswith(RAW_ANSWER):
             raise AssertionError(f"unknown scripted permission answer {choice!r}; use one of {PERMISSION_CHOICES}")
         return choice
 
@@ -457,6 +459,8 @@ class FakeEditor:
     def _outcome(params: dict[str, Any], choice: str) -> dict[str, Any]:
         if choice == "cancelled":
             return {"outcome": "cancelled"}
+        if choice.startswith(RAW_ANSWER):
+            return {"outcome": "selected", "optionId": choice.removeprefix(RAW_ANSWER)}
         for option in params["options"]:
             if option["kind"] == choice:
                 return {"outcome": "selected", "optionId": option["optionId"]}

@@ -889,3 +889,16 @@ def test_no_command_line_running_a_denied_command_is_ever_allowed(ws: Workspace,
         policy = ws.policy(mode, allow=allow, deny=("execute:rm",))
         verdict = policy.decide(action)
         assert verdict.decision != "allow", (text, mode, verdict.reason)
+
+
+# ---- why it asks ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("subject", "by_mode"),
+    [("src/a.py", True), ("{out}/x.txt", False), (".git/config", False), ("hard", False)],
+)
+def test_the_verdict_says_when_only_the_mode_asks(ws: Workspace, subject: str, by_mode: bool) -> None:
+    verdict = ws.policy("default").decide(ws.action("edit", ws.fill(subject)))
+    assert verdict.decision == "ask"
+    assert verdict.by_mode is by_mode
