@@ -177,7 +177,7 @@ def setup_logging(log_file: Path | None, level: str) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     """Serve ACP on the claimed stdio until EOF or a termination signal."""
-    from coder_agent.server import cli_agent, serve
+    from coder_agent.composition import cli_agent, serve
     from coder_agent.stdio import FdReceiveStream, FdSendStream, claim_stdio
 
     fds = claim_stdio()
@@ -228,9 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    from coder_agent.composition import cli_source, session_manager
     from coder_agent.headless import run as headless
-    from coder_agent.headless.options import UsageError, run_options
-    from coder_agent.server import cli_source, session_manager
+    from coder_agent.headless.run_options import UsageError, run_options
 
     try:
         options = run_options(args, sys.stdin.buffer, stdin_tty=sys.stdin.isatty(), stderr_tty=sys.stderr.isatty())

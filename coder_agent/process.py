@@ -4,7 +4,7 @@ sure it ends with the agent even when the agent is killed.
 `spawn_group` starts a command as the leader of a new session, so its process group id is its pid and what it
 starts (npx → node, `cmd &`) stays in the group. `stop_group` ends the whole group: optionally close its stdin and
 give the leader time to exit, then SIGTERM the group, wait, SIGKILL what is left, reap the leader. Local commands
-(`session/local.py`) and stdio MCP servers (`mcp/stdio.py`) both go through here.
+(`session/local_bridge.py`) and stdio MCP servers (`mcp/stdio.py`) both go through here.
 
 A group outlives the agent when the agent dies without running `stop_group` (SIGKILL, the OOM killer, a crash).
 So the first `spawn_group` also starts the reaper (`coder_agent/reaper.py`): a tiny stdlib-only process that holds

@@ -1,7 +1,7 @@
 """Model credentials stay in the agent: child environments without them, and their values redacted from output.
 
 A key variable is `CODER_AGENT_API_KEY`, the config's `api_key_env`, every credential variable litellm reads
-(`key_variables.KEY_VARIABLES`, generated from litellm's own metadata), and whole families where providers
+(`known_keys.KNOWN_KEY_VARIABLES`, generated from litellm's own metadata), and whole families where providers
 read several (`AWS_*`, `AZURE_*`, …). `child_environ()` is the agent's environment without them: what local
 commands, ripgrep and stdio MCP servers inherit (an MCP server's own `env` entry may still set one explicitly).
 `editor_terminal_env()` blanks them for commands run in the editor's terminal, whose environment the
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from coder_agent.key_variables import KEY_VARIABLES
+from coder_agent.known_keys import KNOWN_KEY_VARIABLES
 
 
 class _Model(Protocol):
@@ -50,7 +50,9 @@ def add_key_variable(name: str | None) -> None:
 
 
 def is_key_variable(name: str) -> bool:
-    return name == API_KEY_ENV_VAR or name in KEY_VARIABLES or name in _configured or name.startswith(KEY_FAMILIES)
+    return (
+        name == API_KEY_ENV_VAR or name in KNOWN_KEY_VARIABLES or name in _configured or name.startswith(KEY_FAMILIES)
+    )
 
 
 def hide_environment() -> bool:

@@ -18,7 +18,7 @@ from coder_agent.acp import handshake
 from coder_agent.errors import InternalError
 
 if TYPE_CHECKING:
-    from coder_agent.acp.client import Peer
+    from coder_agent.acp.client_bridge import Peer
     from coder_agent.acp.server import AcpServer
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 from coder_agent import secrets
 from coder_agent.acp import handshake
-from coder_agent.acp.client import AcpClientBridge, Peer
+from coder_agent.acp.client_bridge import AcpClientBridge, Peer
 from coder_agent.acp.presentation import mode_state
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError

@@ -1,113 +1,79 @@
-"""Context compaction: summarise the older part of a conversation with the model and keep the recent tail.
+"""Compacting a session's conversation, and how the user sees it.
 
-The tail starts at the last user message, so a tool call is never separated from its result; if the
-whole history is one turn, the tail is the last assistant message and its results. The summary is streamed
-(`on_text`), so the user can watch it being written (`agent.compacting` shows it).
+Where the client advertises `session.compaction`, a compaction is one entry the editor can show and collapse:
+`compaction_update` `in_progress`, the summary streamed into it as `compaction_summary_chunk`s while the model
+writes it, then `completed` (with the whole summary), `failed` (with the error, the partial summary cleared) or
+`cancelled` (the turn was cancelled meanwhile). The replay log keeps the entry, so `session/load` shows it again.
+Elsewhere a short agent message says what happened. Retries of the summary call are notices, as in a turn.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+import uuid
+from collections.abc import Awaitable, Callable
 
-from coder_agent import prompts
-from coder_agent.model.base import Message, ModelTurn, StreamSink
+import anyio
 
-MAX_PART_CHARS = 2_000
-SUMMARY_WORDS = 600
-SUMMARY_PREFIX = "[Summary of the earlier part of this conversation, written when the context was compacted]"
+from coder_agent.agent.summarizer import Compacted, compact, split_point
+from coder_agent.model.base import Model, ModelError
+from coder_agent.protocol.content import ContentBlock, TextContent
+from coder_agent.protocol.schema import AgentMessageChunk, CompactionSummaryChunk, CompactionUpdate
+from coder_agent.session.session import Session
 
-
-Text = Callable[[str], Awaitable[None]]
+Note = Callable[[str], Awaitable[None]]
 
 
-class Summarizer(Protocol):
-    async def stream(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink
-    ) -> ModelTurn: ...
+async def compact_session(session: Session, model: Model, focus: str | None, on_retry: Note) -> bool:
+    """Summarise the older history and tell the user; False if there was nothing to compact or it failed."""
+    history = session.conversation.messages
+    if split_point(history) == 0:
+        return False
+    client = session.client
+    if not client.supports_compaction_updates:
+        try:
+            result = await compact(model, history, focus, on_retry=on_retry)
+        except ModelError as exc:
+            await _say(session, f"\n\n_Compacting the conversation failed: {exc}_\n\n")
+            return False
+        if result is None:
+            return False
+        _apply(session, result)
+        await _say(session, f"\n\n_Context compacted: {result.removed} earlier messages were summarised._\n\n")
+        return True
+
+    compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
+    await client.update(CompactionUpdate(compaction_id=compaction_id, status="in_progress"))
+
+    async def chunk(text: str) -> None:
+        await client.update(CompactionSummaryChunk(compaction_id=compaction_id, content=TextContent(text=text)))
+
+    try:
+        result = await compact(model, history, focus, on_text=chunk, on_retry=on_retry)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await client.update(CompactionUpdate(compaction_id=compaction_id, status="cancelled", summary=[]))
+        raise
+    except ModelError as exc:
+        await client.update(CompactionUpdate(compaction_id=compaction_id, status="failed", summary=[], error=str(exc)))
+        return False
+    if result is None:  # cannot happen after split_point, but never leave an entry in progress
+        await client.update(CompactionUpdate(compaction_id=compaction_id, status="cancelled", summary=[]))
+        return False
+    _apply(session, result)
+    summary: list[ContentBlock] = [TextContent(text=result.summary)]
+    await client.update(CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary))
+    return True
 
 
-@dataclass(frozen=True)
-class Compacted:
-    messages: list[Message]
-    summary: str
-    removed: int
-    cost: float | None = None
-    """What the summary cost, where the price is known."""
+def _apply(session: Session, result: Compacted) -> None:
+    conversation = session.conversation
+    conversation.messages[:] = result.messages
+    conversation.context_tokens = 0
+    conversation.calls += 1  # a usage report still on its way describes the context before the compaction
+    conversation.restart_prompt()
+    if result.cost:
+        conversation.cost += result.cost
 
 
-async def _ignore(_: str) -> None:
-    return None
-
-
-def split_point(messages: list[Message]) -> int:
-    """Index where the kept tail starts; 0 means there is nothing to compact."""
-    user_turns = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    if user_turns and user_turns[-1] > 0:
-        return user_turns[-1]
-    assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
-    return assistants[-1] if assistants and assistants[-1] > 0 else 0
-
-
-async def compact(
-    model: Summarizer,
-    messages: list[Message],
-    focus: str | None = None,
-    *,
-    on_text: Text = _ignore,
-    on_retry: Text = _ignore,
-) -> Compacted | None:
-    """Replace everything before the tail with one summary; None when there is nothing to compact.
-
-    `focus` (from `/compact <focus>`) tells the summariser what matters most; the summary streams to `on_text`.
-    """
-    cut = split_point(messages)
-    if cut == 0:
-        return None
-    head, tail = messages[:cut], messages[cut:]
-    instructions = prompts.render("compact.md", max_words=SUMMARY_WORDS)
-    if focus:
-        instructions += f"\n\nThe user asked the summary to focus on: {focus}"
-    request = [
-        {"role": "system", "content": instructions},
-        {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(head)},
-    ]
-    turn = await model.stream(request, (), StreamSink(on_text=on_text, on_thought=_ignore, on_retry=on_retry))
-    summary = turn.text.strip() or "(the summary came back empty)"
-    kept: list[Message] = [
-        {"role": "user", "content": f"{SUMMARY_PREFIX}\n\n{summary}"},
-        {"role": "assistant", "content": "Understood; I will continue from this summary."},
-        *tail,
-    ]
-    return Compacted(kept, summary, len(head), turn.cost)
-
-
-def transcript(messages: list[Message]) -> str:
-    """A plain-text rendering of messages for the summariser, with long parts cut."""
-    lines = []
-    for message in messages:
-        role = message.get("role", "?")
-        content = _content_text(message.get("content"))
-        if content:
-            lines.append(f"{role.upper()}: {_cut(content)}")
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            lines.append(f"TOOL CALL {function.get('name')}: {_cut(str(function.get('arguments')))}")
-    return "\n\n".join(lines)
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "[image]") if isinstance(p, dict) else str(p) for p in content)
-    return "" if content is None else json.dumps(content)
-
-
-def _cut(text: str) -> str:
-    if len(text) <= MAX_PART_CHARS:
-        return text
-    half = MAX_PART_CHARS // 2
-    return f"{text[:half]}\n[… {len(text) - MAX_PART_CHARS} characters omitted …]\n{text[-half:]}"
+async def _say(session: Session, text: str) -> None:
+    await session.client.update(AgentMessageChunk(content=TextContent(text=text)))

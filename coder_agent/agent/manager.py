@@ -20,8 +20,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import secrets
-from coder_agent.agent import commands, context
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent import commands, system_prompt
+from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
 from coder_agent.errors import InternalError, ResourceNotFound
@@ -37,9 +37,9 @@ from coder_agent.protocol.schema import (
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.options import apply_option, config_options
 from coder_agent.session.replay import record_update
-from coder_agent.session.runner import TurnRunner
 from coder_agent.session.saver import Saver
 from coder_agent.session.session import Session
+from coder_agent.session.turn_runner import TurnRunner
 from coder_agent.store import (
     InvalidSessionId,
     SessionNotFound,
@@ -265,7 +265,7 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
 
 async def _prepare(session: Session) -> None:
     try:
-        await context.prepare(session)
+        await system_prompt.prepare(session)
     except Exception:  # the first turn builds it then, and reports what fails
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 

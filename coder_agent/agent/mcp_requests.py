@@ -35,10 +35,10 @@ from coder_agent.mcp.types import (
 )
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.questions import ACCEPT, CANCEL, DECLINE, FormQuestion, Question, UrlQuestion
-from coder_agent.session.runner import TurnRunner
 from coder_agent.session.session import Session
-from coder_agent.tools.base import TurnCancelled
+from coder_agent.session.turn_runner import TurnRunner
+from coder_agent.session.user_questions import ACCEPT, CANCEL, DECLINE, FormQuestion, Question, UrlQuestion
+from coder_agent.tools.calls import TurnCancelled
 from coder_agent.tools.executor import ToolExecutor
 from coder_agent.tools.sampling import SamplingRequest, raw_input
 

@@ -1,7 +1,7 @@
 """`Turn`: one prompt's model ↔ tools loop.
 
 The prompt becomes a user message (after an environment update, when something changed: see
-`agent.context`); the model streams its answer (text as `agent_message_chunk`, reasoning as
+`agent.system_prompt`); the model streams its answer (text as `agent_message_chunk`, reasoning as
 `agent_thought_chunk`); tool calls go to the turn's `ToolSet` and their results back to the model; this
 repeats until the model stops asking for tools or a limit is hit. Every request starts with the same
 bytes as the one before it: the conversation's fixed system prompt, the tools in a fixed order (built-ins,
@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from coder_agent.agent import context
-from coder_agent.agent.compacting import compact_session
+from coder_agent.agent import system_prompt
+from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.user_message import to_user_message
 from coder_agent.config import Config
 from coder_agent.errors import AuthRequired, ModelUnavailable, RpcError
@@ -49,10 +49,10 @@ from coder_agent.protocol.schema import (
     StopReason,
     UsageUpdate,
 )
-from coder_agent.session.history import answer_pending_calls
+from coder_agent.session.call_repair import answer_pending_calls
 from coder_agent.session.options import config_options
 from coder_agent.session.session import Conversation, Session
-from coder_agent.tools.base import ToolResult, ToolSet, TurnCancelled
+from coder_agent.tools.calls import ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class Turn:
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
-        _, update = await context.begin_turn(self.session)
+        _, update = await system_prompt.begin_turn(self.session)
         if update is not None:
             self.history.append(update)
         turn_start = len(self.history)
@@ -185,7 +185,7 @@ class Turn:
 
     async def call_model(self) -> ModelTurn:
         self.streamed.clear()
-        system = await context.current_system_message(self.session)
+        system = await system_prompt.current_system_message(self.session)
         sink = StreamSink(on_text=self.on_text, on_thought=self.on_thought, on_retry=self.on_retry)
         turn = await self.model.stream([system, *self.history], self.tool_specs(), sink)
         self.streamed.clear()
@@ -217,7 +217,7 @@ class Turn:
         return self.model.name
 
     async def system_message(self) -> Message:
-        return await context.current_system_message(self.session)
+        return await system_prompt.current_system_message(self.session)
 
     async def account(self, turn: ModelTurn) -> None:
         """Count the call's usage and cost, and tell the client: now, or when the provider's report arrives.

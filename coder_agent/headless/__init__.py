@@ -3,9 +3,11 @@
 An adapter over `agent/`, beside `acp/`: the same `SessionManager`, runner, tools and session store as an
 editor's connection, with a `LocalBridge` (the disk, local process groups) in place of the ACP client.
 
-* `options` — the `run` flags made into `RunOptions` (the prompt from the argument or stdin, the mode);
+* `run_options` — the `run` flags made into `RunOptions` (the prompt from the argument or stdin, the mode);
 * `run` — the command: open or reopen a session, one prompt, Ctrl-C, the exit code;
-* `answers` — permission questions: asked on the terminal, or refused when there is no one to ask;
+* `terminal_permissions` — permission questions: asked on the terminal, or refused when there is no one to ask;
+* `terminal_questions` — the model's and MCP servers' questions (forms, web pages), asked on the terminal;
+* `terminal_input` — a typed line, with keys typed ahead of the question discarded;
 * `render` — `--output-format text`: the answer on stdout; tool calls, diffs, the plan on stderr;
 * `events` — what a run adds up to (answer, usage, files changed) and the `json` / `stream-json` formats;
 * `doctor` — the setup checked in plain words;

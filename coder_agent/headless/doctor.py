@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.text import Text
 
 from coder_agent import __version__, secrets
-from coder_agent.agent.runner import AgentRunner
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.config_source import ConfigSource
+from coder_agent.agent.model_runner import ModelRunner
 from coder_agent.config import (
     CONFIG_ENV_VAR,
     CliOverrides,
@@ -158,7 +158,7 @@ async def _endpoint(source: ConfigSource, settings: ModelSettings) -> Check:
         request_timeout=ENDPOINT_TIMEOUT,
         max_tokens=settings.max_tokens if settings.reasoning_effort else 16,
     )
-    model = AgentRunner(source).make_model(probe)
+    model = ModelRunner(source).make_model(probe)
     where = settings.api_base or "the provider's own endpoint"
     started = time.monotonic()
     try:

@@ -30,16 +30,16 @@ from rich.console import Console
 from rich.text import Text
 
 from coder_agent.errors import ResourceNotFound, RpcError
-from coder_agent.headless.answers import Answers
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
-from coder_agent.headless.options import RunOptions
-from coder_agent.headless.questions import TerminalQuestions
 from coder_agent.headless.render import TextOutput, stderr_console
+from coder_agent.headless.run_options import RunOptions
+from coder_agent.headless.terminal_permissions import TerminalPermissions
+from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.permissions import ModeName
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import SessionUpdate, StopReason
 from coder_agent.secrets import redact
-from coder_agent.session.local import LocalBridge
+from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.stdio import reserve_stdout
 from coder_agent.store import StoreError
 
@@ -96,7 +96,7 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
     console = stderr_console()
     output = _output(options, Stdout(file), console)
     asker = console if options.can_ask else None
-    answers = Answers(output, asker)
+    answers = TerminalPermissions(output, asker)
     tally = Tally(options.cwd)
 
     async def sink(update: SessionUpdate) -> None:

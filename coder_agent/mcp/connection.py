@@ -14,7 +14,8 @@ on a `subscriptions/listen` stream, opened when the server declares `tools.listC
 tools are listed again and the hub is told.
 
 What the server asks of us while connected (elicitation, sampling, `notifications/elicitation/complete`) goes to
-the hub's `McpClientHooks` through `mcp.asks`; sampling is offered to servers only when there is a hook for it.
+the hub's `McpClientHooks` through `mcp.client_callbacks`; sampling is offered to servers only when there is a
+hook for it.
 
 Also here: the short human reason for a failure (`describe`), which the hub's messages share.
 """
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from coder_agent.mcp.asks import elicitation_callback, sampling_callback
+from coder_agent.mcp.client_callbacks import elicitation_callback, sampling_callback
 from coder_agent.mcp.results import to_tools
 from coder_agent.mcp.stdio import ServerProcess, stdio_transport
 from coder_agent.mcp.types import McpClientHooks, McpError, McpServerSpec, McpTool, ServerStatus

@@ -20,7 +20,7 @@ EXAMPLES = (
     "anthropic/claude-sonnet-4-5, openai/gpt-4.1, gemini/gemini-2.5-pro, or openai/<name> for a self-hosted server"
 )
 
-KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY",),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
@@ -68,7 +68,7 @@ def takes_cache_breakpoints(model: str) -> bool:
 
 def key_variables(model: str) -> tuple[str, ...]:
     """The provider's usual key variables; empty when none is needed or the provider is not listed."""
-    return KEY_VARIABLES.get(provider_of(model), ())
+    return PROVIDER_KEYS.get(provider_of(model), ())
 
 
 def needs_key(model: str, api_base: str | None) -> bool:
@@ -76,7 +76,7 @@ def needs_key(model: str, api_base: str | None) -> bool:
     provider = provider_of(model)
     if provider in KEYLESS_PROVIDERS or api_base is not None:
         return False
-    return provider in KEY_VARIABLES
+    return provider in PROVIDER_KEYS
 
 
 def check_model(model: str) -> str | None:

@@ -1,9 +1,9 @@
 """`ClientBridge`: what a session may ask of its environment — show updates and notices, read and write text
 files, run a command, ask the user's permission, ask the user a question.
 
-Two implementations, chosen once when a session opens: the editor over ACP (`acp.client.AcpClientBridge`,
+Two implementations, chosen once when a session opens: the editor over ACP (`acp.client_bridge.AcpClientBridge`,
 which itself falls back to the local machine for what the editor does not offer) and the local machine
-(`session.local.LocalBridge`: the disk, process groups, and permission answers and questions from callables)
+(`session.local_bridge.LocalBridge`: the disk, process groups, and permission answers and questions from callables)
 for headless use. Nothing above this seam asks which one it has: tools never branch on client capabilities (a
 question no one can be asked comes back declined, saying why: `Answer.unasked`).
 """
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
-from coder_agent.session.questions import Answer, Question
+from coder_agent.session.user_questions import Answer, Question
 
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command: nothing may wait on a pager or a password prompt."""

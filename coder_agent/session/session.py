@@ -28,7 +28,7 @@ from coder_agent.config import Config
 from coder_agent.permissions import ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.bridge import ClientBridge
-from coder_agent.session.history import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
+from coder_agent.session.call_repair import INTERRUPTED_RESULT, answer_pending_calls, fail_open_calls
 from coder_agent.session.replay import fail_open_compactions
 from coder_agent.session.saver import Saver
 from coder_agent.store import SessionRecord, utc_now

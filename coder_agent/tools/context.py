@@ -27,9 +27,9 @@ from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import SessionUpdate
 from coder_agent.session.bridge import BridgeError, CommandResult
-from coder_agent.session.questions import Answer, Question
 from coder_agent.session.session import Session
-from coder_agent.tools.base import ToolError
+from coder_agent.session.user_questions import Answer, Question
+from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
 
 log = logging.getLogger(__name__)

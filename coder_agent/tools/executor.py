@@ -28,7 +28,7 @@ from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCa
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.replay import replace_content
 from coder_agent.session.session import Session
-from coder_agent.tools.base import Prepared, ToolError, ToolResult, TurnCancelled, text_content
+from coder_agent.tools.calls import Prepared, ToolError, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.registry import session_specs, session_tools
 from coder_agent.tools.tool import Tool

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import ContentBlock, ContentToolCallContent, ToolCallContent, ToolKind
-from coder_agent.tools.base import Outcome, Prepared, ToolError
+from coder_agent.tools.calls import Outcome, Prepared, ToolError
 from coder_agent.tools.context import ToolContext
 
 if TYPE_CHECKING:

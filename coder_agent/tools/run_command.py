@@ -12,7 +12,7 @@ from pydantic import Field
 
 from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
 from coder_agent.session.bridge import CommandResult
-from coder_agent.tools.base import Outcome, Params, Prepared, text_content
+from coder_agent.tools.calls import Outcome, Params, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import truncate_middle
 from coder_agent.tools.tool import BuiltinTool

@@ -19,7 +19,7 @@ from coder_agent.permissions import Action
 from coder_agent.permissions.always import SAMPLING_PREFIX
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import Cost, UsageUpdate
-from coder_agent.tools.base import Outcome, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
 
 SHOWN_CHARS = 20_000

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from coder_agent import prompts
 from coder_agent.protocol.content import ToolKind
-from coder_agent.tools.base import Params, Prepared, ToolError, clean_schema, describe_validation
+from coder_agent.tools.calls import Params, Prepared, ToolError, clean_schema, describe_validation
 from coder_agent.tools.context import ToolContext
 
 

@@ -16,7 +16,7 @@ import pytest
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.permissions import Choice, chosen
 from coder_agent.protocol.schema import ToolCallUpdate
-from coder_agent.session.local import LocalBridge
+from coder_agent.session.local_bridge import LocalBridge
 from tests.support.scripted_agent import scripted_agent
 
 pytestmark = pytest.mark.anyio

@@ -203,8 +203,8 @@ async def in_process_agent(runner: Any = None, store: Any = None, source: Any = 
     `source` the ConfigSource (default: no flags, the process environment). Leaving the block closes the
     agent's input (EOF) and waits for the agent to shut down cleanly.
     """
-    from coder_agent.agent.settings import ConfigSource
-    from coder_agent.server import agent_builder, serve
+    from coder_agent.agent.config_source import ConfigSource
+    from coder_agent.composition import agent_builder, serve
     from tests.support.runners import EchoTurnRunner
 
     def make_runner(config: ConfigSource) -> Any:

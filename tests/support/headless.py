@@ -43,9 +43,9 @@ async def run_here(
 ) -> Ran:
     """`coder-agent run ARGS` with its environment as a spawned one would have it (no terminal anywhere)."""
     from coder_agent.cli import parse_args
+    from coder_agent.composition import cli_source, session_manager
     from coder_agent.headless import run as headless
-    from coder_agent.headless.options import run_options
-    from coder_agent.server import cli_source, session_manager
+    from coder_agent.headless.run_options import run_options
 
     out, err = io.StringIO(), io.StringIO()
     with environment_of(agent_env(tmp_path, llm, env)), contextlib.redirect_stderr(err), anyio.fail_after(RUN_WAIT):

@@ -2,7 +2,7 @@
 
 `derive()` reads litellm's provider metadata: the `api_key_env` of every provider in its JSON provider
 table, and every variable name its code looks up through `get_secret`/`get_secret_str`/`os.environ`/`os.getenv`
-that names a credential (a key, token, secret, password or credentials). `coder_agent/key_variables.py` is
+that names a credential (a key, token, secret, password or credentials). `coder_agent/known_keys.py` is
 generated from it (`uv run python -m tests.support.litellm_keys` rewrites it), and a unit test checks the two
 agree, so a litellm upgrade that adds a provider fails the suite until the list is regenerated. The agent never
 imports litellm to get this list: it is on the path of every command the agent starts.
@@ -25,7 +25,7 @@ LITERAL = re.compile(
 )
 """A quoted credential-like name: only files with one are parsed (parsing all of litellm takes seconds)."""
 LOOKUPS = frozenset({"get_secret", "get_secret_str", "get_secret_bool", "getenv"})
-TARGET = Path(__file__).resolve().parents[2] / "coder_agent" / "key_variables.py"
+TARGET = Path(__file__).resolve().parents[2] / "coder_agent" / "known_keys.py"
 
 
 def _litellm_root() -> Path:
@@ -84,7 +84,7 @@ def render(names: set[str]) -> str:
         "Regenerate with `uv run python -m tests.support.litellm_keys` after upgrading litellm; the unit test\n"
         "`tests/unit/test_secrets.py` fails while this list and the installed litellm disagree.\n"
         '"""\n\n'
-        "KEY_VARIABLES = frozenset(\n    {\n" + lines + "\n    }\n)\n"
+        "KNOWN_KEY_VARIABLES = frozenset(\n    {\n" + lines + "\n    }\n)\n"
     )
 
 

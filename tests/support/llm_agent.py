@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from coder_agent.agent.runner import AgentRunner
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.config_source import ConfigSource
+from coder_agent.agent.model_runner import ModelRunner
 from coder_agent.config import CliOverrides
 from coder_agent.store import SessionStore
 from tests.support.acp_client import FakeClient, in_process_agent
@@ -59,7 +59,7 @@ async def llm_agent(
     """An initialized agent with one session in `tmp_path/work`; yields the client and the session id."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    async with in_process_agent(AgentRunner, source=make_source(tmp_path, llm, **fields)) as client:
+    async with in_process_agent(ModelRunner, source=make_source(tmp_path, llm, **fields)) as client:
         await client.initialize(capabilities)
         session_id = await client.new_session(str(work))
         yield client, session_id
@@ -86,7 +86,7 @@ async def tool_agent(
     work.mkdir(exist_ok=True)
     if mode is not None:
         fields["default_mode"] = mode
-    async with in_process_agent(AgentRunner, store, make_source(tmp_path, llm, **fields)) as client:
+    async with in_process_agent(ModelRunner, store, make_source(tmp_path, llm, **fields)) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
             await client.initialize(editor.capabilities())

@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from coder_agent.agent.runner import AgentRunner
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.config_source import ConfigSource
+from coder_agent.agent.model_runner import ModelRunner
 from coder_agent.config import CliOverrides
 from coder_agent.model.scripted import ScriptedModel
 from coder_agent.store import SessionStore
@@ -24,9 +24,9 @@ def scripted_source(tmp_path: Path, **fields: Any) -> ConfigSource:
     return ConfigSource(CliOverrides(config_file=config), environ={}, user_config_path=tmp_path / "no-user.toml")
 
 
-def scripted_runner(model: ScriptedModel) -> Callable[[ConfigSource], AgentRunner]:
+def scripted_runner(model: ScriptedModel) -> Callable[[ConfigSource], ModelRunner]:
     """A runner factory whose every turn uses `model`."""
-    return lambda source: AgentRunner(source, model_factory=lambda settings: model)
+    return lambda source: ModelRunner(source, model_factory=lambda settings: model)
 
 
 @asynccontextmanager

@@ -15,8 +15,8 @@ import pytest
 from coder_agent import config
 from coder_agent.cli import build_parser, parse_args
 from coder_agent.headless import snippets
-from coder_agent.headless.answers import pick
-from coder_agent.headless.options import RunOptions, UsageError, run_options
+from coder_agent.headless.run_options import RunOptions, UsageError, run_options
+from coder_agent.headless.terminal_permissions import pick
 from coder_agent.permissions import Choice, Rule
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from coder_agent.key_variables import KEY_VARIABLES
+from coder_agent.known_keys import KNOWN_KEY_VARIABLES
 from tests.support.litellm_keys import derive
 
 
 def test_the_checked_in_list_is_what_litellm_reads() -> None:
     derived = derive()
-    missing, stale = derived - KEY_VARIABLES, KEY_VARIABLES - derived
+    missing, stale = derived - KNOWN_KEY_VARIABLES, KNOWN_KEY_VARIABLES - derived
     assert not missing and not stale, (
-        f"coder_agent/key_variables.py is out of date (missing {sorted(missing)}, stale {sorted(stale)}); "
+        f"coder_agent/known_keys.py is out of date (missing {sorted(missing)}, stale {sorted(stale)}); "
         "regenerate it with `uv run python -m tests.support.litellm_keys`"
     )
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_API_KEY", "COHERE_API_KEY", "HF_TOKEN"} <= derived

@@ -21,7 +21,7 @@ def test_initialize_imports_no_pydantic_and_no_model_library() -> None:
     code = (
         "import sys\n"
         "from coder_agent.acp import handshake\n"
-        "from coder_agent import cli, server\n"
+        "from coder_agent import cli, composition\n"
         "handshake.initialize({'protocolVersion': 1})\n"
         "heavy = [m for m in ('pydantic', 'litellm', 'mcp', 'git') if m in sys.modules]\n"
         "print(heavy)\n"

@@ -17,7 +17,7 @@ from coder_agent.headless.events import Stdout
 from coder_agent.headless.render import TextOutput, content_lines
 from coder_agent.protocol.content import DiffContent
 from coder_agent.protocol.schema import ToolCallStart
-from coder_agent.tools.base import text_content
+from coder_agent.tools.calls import text_content
 from coder_agent.visible import visible
 
 HIDING = ["\x1b[2K\x1b[G", "\x1b]0;title\x07", "\x1b[8m", "\r", "\u202e", "\u2066", "\x9b2K", "\u200b"]

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.local import LocalBridge
+from coder_agent.session.local_bridge import LocalBridge
 
 pytestmark = pytest.mark.skipif(os.open not in os.supports_dir_fd, reason="needs openat()")
 

@@ -14,10 +14,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from coder_agent.headless.answers import discard_typed_ahead, read_line
 from coder_agent.headless.events import Output
-from coder_agent.session import questions
-from coder_agent.session.questions import Answer, FormQuestion, Question
+from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
+from coder_agent.session import user_questions
+from coder_agent.session.user_questions import Answer, FormQuestion, Question
 from coder_agent.visible import visible
 
 
@@ -31,7 +31,7 @@ class TerminalQuestions:
 
     async def __call__(self, question: Question) -> Answer:
         if self.console is None:
-            return questions.not_asked("this run has no terminal to ask on")
+            return user_questions.not_asked("this run has no terminal to ask on")
         self.output.pause()
         console = self.console
         console.print(Text.assemble(("? ", "bold cyan"), (visible(question.message), "bold")))
@@ -41,18 +41,18 @@ class TerminalQuestions:
             console.print(Text("Press Enter when you are done there, or type n to decline: ", style="bold"), end="")
             typed = await read_line(self.terminal_fd)
             if typed is None:
-                return Answer(questions.CANCEL)
-            return Answer(questions.DECLINE if typed.strip().lower() in ("n", "no") else questions.ACCEPT)
+                return Answer(user_questions.CANCEL)
+            return Answer(user_questions.DECLINE if typed.strip().lower() in ("n", "no") else user_questions.ACCEPT)
         content: dict[str, Any] = {}
         schema = question.schema
         required = set(schema.get("required") or [])
         for name, field in (schema.get("properties") or {}).items():
             value = await self._field(str(name), field, name in required)
             if value is _DISMISSED:
-                return Answer(questions.CANCEL)
+                return Answer(user_questions.CANCEL)
             if value is not None:
                 content[str(name)] = value
-        return Answer(questions.ACCEPT, content)
+        return Answer(user_questions.ACCEPT, content)
 
     async def _field(self, name: str, field: dict[str, Any], required: bool) -> Any:
         """One field's value (None: left empty), or _DISMISSED at the end of input."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.config_source import ConfigSource
 from coder_agent.config import project_config_file
 
 

@@ -5,7 +5,7 @@ unsaved buffers count and the editor sees every write); commands run in the edit
 where the user watches them, always released after; permission questions are `session/request_permission`;
 questions for the user are `elicitation/create` (a form, or a web page to open, then `elicitation/complete`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
-opens, to use the local machine (`session.local.LocalBridge`) for files or commands instead (saying so in a
+opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead (saying so in a
 notice the first time), and a question of a kind the client cannot show comes back declined, saying why.
 """
 
@@ -51,8 +51,8 @@ from coder_agent.session.bridge import (
     ShowContent,
     shell_argv,
 )
-from coder_agent.session.local import LocalBridge
-from coder_agent.session.questions import ACCEPT, Answer, FormQuestion, Question, not_asked, refusal
+from coder_agent.session.local_bridge import LocalBridge
+from coder_agent.session.user_questions import ACCEPT, Answer, FormQuestion, Question, not_asked, refusal
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from coder_agent.permissions import Choice, ChoiceKind, chosen
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.secrets import child_environ, redact_model
-from coder_agent.session import questions
+from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
     COMMAND_ENV,
     OUTPUT_BYTE_LIMIT,
@@ -46,7 +46,7 @@ LINE_CHUNK = 65_536
 
 Sink = Callable[[SessionUpdate], Awaitable[None]]
 Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[ChoiceKind | None]]
-AskUser = Callable[[questions.Question], Awaitable[questions.Answer]]
+AskUser = Callable[[user_questions.Question], Awaitable[user_questions.Answer]]
 NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
 CHANGED = "{path} changed since it was checked (a symlink now leads elsewhere); nothing was done."
 
@@ -55,8 +55,8 @@ async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind
     return "reject_once"
 
 
-async def _no_one(question: questions.Question) -> questions.Answer:
-    return questions.not_asked(NO_ONE_TO_ASK)
+async def _no_one(question: user_questions.Question) -> user_questions.Answer:
+    return user_questions.not_asked(NO_ONE_TO_ASK)
 
 
 class LocalBridge:
@@ -94,9 +94,9 @@ class LocalBridge:
         answer = await self.answer(call, choices)
         return None if answer is None else chosen(choices, answer)
 
-    async def ask(self, question: questions.Question) -> questions.Answer:
-        problem = questions.refusal(question)
-        return questions.not_asked(problem) if problem else await self.ask_user(question)
+    async def ask(self, question: user_questions.Question) -> user_questions.Answer:
+        problem = user_questions.refusal(question)
+        return user_questions.not_asked(problem) if problem else await self.ask_user(question)
 
     async def url_done(self, elicitation_id: str) -> None:
         return None

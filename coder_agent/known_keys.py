@@ -4,7 +4,7 @@ Regenerate with `uv run python -m tests.support.litellm_keys` after upgrading li
 `tests/unit/test_secrets.py` fails while this list and the installed litellm disagree.
 """
 
-KEY_VARIABLES = frozenset(
+KNOWN_KEY_VARIABLES = frozenset(
     {
         "ABLITERATION_API_KEY",
         "ACTIONS_ID_TOKEN_REQUEST_TOKEN",

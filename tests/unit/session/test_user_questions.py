@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from coder_agent.mcp.asks import form_schema
-from coder_agent.session.questions import (
+from coder_agent.mcp.client_callbacks import form_schema
+from coder_agent.session.user_questions import (
     FormQuestion,
     UrlQuestion,
     asks_for_secret,

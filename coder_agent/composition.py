@@ -1,6 +1,6 @@
 """The composition root, and the agent run on a pair of byte streams: the connection and an orderly shutdown.
 
-`session_manager` composes what every client of the agent gets: a `SessionManager` over an `AgentRunner` and
+`session_manager` composes what every client of the agent gets: a `SessionManager` over an `ModelRunner` and
 the session store (so sessions made by `coder-agent run` and by editors are the same sessions).
 `agent_builder` puts the ACP method table over it; it imports pydantic, the models and the config (a few
 hundred ms), so the front calls it off the event loop while `initialize` is being answered. `cli_source`
@@ -22,11 +22,11 @@ from coder_agent.rpc.connection import Connection
 from coder_agent.rpc.framing import ByteSink, ByteSource
 
 if TYPE_CHECKING:
-    from coder_agent.acp.client import Peer
+    from coder_agent.acp.client_bridge import Peer
     from coder_agent.acp.server import AcpServer
+    from coder_agent.agent.config_source import ConfigSource
     from coder_agent.agent.manager import SessionManager
-    from coder_agent.agent.settings import ConfigSource
-    from coder_agent.session.runner import TurnRunner
+    from coder_agent.session.turn_runner import TurnRunner
     from coder_agent.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def agent_builder(
     runner: Callable[[ConfigSource], TurnRunner] | None = None,
     store: Callable[[], SessionStore | None] | None = None,
 ) -> AgentBuilder:
-    """How to build the agent once a connection exists; by default an `AgentRunner` and the user's session store."""
+    """How to build the agent once a connection exists; by default an `ModelRunner` and the user's session store."""
 
     def build(peer: Peer, tasks: TaskGroup) -> AcpServer:
         from coder_agent.acp.server import AcpServer
@@ -61,10 +61,10 @@ def session_manager(
 ) -> SessionManager:
     """The sessions of one client (an editor's connection, or one `coder-agent run`): the same runner and store."""
     from coder_agent.agent.manager import SessionManager
-    from coder_agent.agent.runner import AgentRunner
+    from coder_agent.agent.model_runner import ModelRunner
     from coder_agent.store import SessionStore
 
-    turns = runner(config) if runner is not None else AgentRunner(config)
+    turns = runner(config) if runner is not None else ModelRunner(config)
     sessions = store() if store is not None else SessionStore()
     return SessionManager(turns, config, sessions, tasks)
 
@@ -73,7 +73,7 @@ def cli_source(config_file: Path | None = None, model: str | None = None) -> Cal
     """The config as the command line gives it: `--config` and `--model` over the usual config sources."""
 
     def source() -> ConfigSource:
-        from coder_agent.agent.settings import ConfigSource
+        from coder_agent.agent.config_source import ConfigSource
         from coder_agent.config import CliOverrides
 
         return ConfigSource(CliOverrides(config_file=config_file, model=model))

@@ -1,4 +1,4 @@
-"""`AgentRunner`: the `TurnRunner` backed by a model — each prompt is a slash command or a model turn.
+"""`ModelRunner`: the `TurnRunner` backed by a model — each prompt is a slash command or a model turn.
 
 It builds the turn's model from the session's config (credentials checked each time, so a key added
 to the environment or a `/model` switch takes effect at once), records the prompt in the replay log,
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import anyio
 
 from coder_agent.agent import commands
-from coder_agent.agent.settings import ConfigSource
+from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
 from coder_agent.errors import ConfigInvalid
@@ -36,7 +36,7 @@ PERSIST_TIMEOUT = 5.0
 ModelFactory = Callable[[ModelSettings], Model]
 
 
-class AgentRunner:
+class ModelRunner:
     """Runs prompts with a model; `model_factory` defaults to litellm."""
 
     def __init__(self, source: ConfigSource, *, model_factory: ModelFactory | None = None) -> None:

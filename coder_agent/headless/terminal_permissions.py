@@ -12,16 +12,14 @@ that would let the call through; `--continue` picks the session up.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Sequence
 
-import anyio
 from rich.console import Console
 from rich.text import Text
 
 from coder_agent.headless.events import Output, Permission
 from coder_agent.headless.render import content_lines
+from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
 from coder_agent.permissions import ALLOWING, Choice, ChoiceKind
 from coder_agent.protocol.schema import ToolCallUpdate
 from coder_agent.visible import visible
@@ -35,7 +33,7 @@ SHORT_ANSWERS: dict[str, ChoiceKind] = {
 }
 
 
-class Answers:
+class TerminalPermissions:
     """The `answer` callable of the run's `LocalBridge`; `console` None means there is no one to ask."""
 
     def __init__(self, output: Output, console: Console | None, terminal_fd: int = 0) -> None:
@@ -90,21 +88,3 @@ def pick(line: str, choices: Sequence[Choice]) -> ChoiceKind | None:
         return choices[int(text) - 1].kind
     short = SHORT_ANSWERS.get(text)
     return short if short in kinds else None
-
-
-async def read_line(fd: int) -> str | None:
-    """One line typed on the terminal (the terminal hands it over whole); None at the end of input."""
-    while True:
-        await anyio.wait_readable(fd)
-        try:
-            data = os.read(fd, 4096)
-        except BlockingIOError:
-            continue
-        return data.decode("utf-8", errors="replace") if data else None
-
-
-def discard_typed_ahead(fd: int) -> None:
-    with contextlib.suppress(ImportError, OSError):
-        import termios
-
-        termios.tcflush(fd, termios.TCIFLUSH)
