@@ -17,9 +17,9 @@ from coder_agent.permissions import Action
 from coder_agent.protocol.content import TextContent, ToolCallContent
 from coder_agent.protocol.schema import AgentMessageChunk
 from coder_agent.session.user_questions import ACCEPT, CANCEL, DECLINE, Answer, FormQuestion, asks_for_secret
-from coder_agent.tools.calls import Outcome, Params, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params
 
 MAX_OPTIONS = 12
 MAX_OPTION_CHARS = 200

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
-
-from coder_agent.errors import field_problems
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import (
@@ -92,47 +89,5 @@ class Prepared:
     preview: list[ToolCallContent] = field(default_factory=list)
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _no_nul(path: str) -> str:
-    if "\x00" in path:
-        raise ValueError("the path holds a NUL character, which no file name can")
-    return path
-
-
-PathText = Annotated[str, AfterValidator(_no_nul)]
-"""A path argument: text without NUL (the OS would refuse it later, in the middle of a check)."""
-
-
 def text_content(text: str) -> ContentToolCallContent:
     return ContentToolCallContent(content=TextContent(text=text))
-
-
-def describe_validation(exc: ValidationError) -> str:
-    """A tool call's bad arguments, in one line for the model."""
-    return "; ".join(f"{p.field or 'arguments'}: {p.message}" for p in field_problems(exc))
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON schema without pydantic's titles, with $defs inlined (some providers reject $ref)."""
-    defs = schema.pop("$defs", {})
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return clean(dict(defs[node["$ref"].rsplit("/", 1)[-1]]))
-            if "anyOf" in node and any(branch == {"type": "null"} for branch in node["anyOf"]):
-                others = [branch for branch in node["anyOf"] if branch != {"type": "null"}]
-                if len(others) == 1:
-                    merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **others[0]}
-                    merged.pop("default", None)
-                    return clean(merged)
-            return {key: clean(value) for key, value in node.items() if key != "title"}
-        if isinstance(node, list):
-            return [clean(item) for item in node]
-        return node
-
-    cleaned: dict[str, Any] = clean(schema)
-    return cleaned

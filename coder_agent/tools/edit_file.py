@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
-from coder_agent.tools.calls import Outcome, Params, PathText, Prepared, ToolError
+from coder_agent.tools.calls import Outcome, Prepared, ToolError
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.editing import Edit, EditError, apply_edits
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 MAX_LOCATIONS = 20
 

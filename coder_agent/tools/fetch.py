@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.permissions import Action, FetchTarget, TargetError, resolve_target
-from coder_agent.tools.calls import Outcome, Params, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params
 
 
 class FetchParams(Params):

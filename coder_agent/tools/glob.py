@@ -8,9 +8,9 @@ from pydantic import Field
 
 from coder_agent.permissions import Place
 from coder_agent.tools import search
-from coder_agent.tools.calls import Outcome, Params, PathText, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
 class GlobParams(Params):

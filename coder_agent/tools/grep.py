@@ -7,10 +7,10 @@ from typing import Literal
 from pydantic import Field
 
 from coder_agent.tools import search
-from coder_agent.tools.calls import Params, PathText, Prepared
+from coder_agent.tools.calls import Prepared
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.glob import search_call, where
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
 class GrepParams(Params):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import ToolCallLocation
-from coder_agent.tools.calls import Outcome, Params, PathText, Prepared
+from coder_agent.tools.calls import Outcome, Prepared
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import DEFAULT_LIMIT, format_lines, format_window
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
 class ReadParams(Params):

@@ -12,10 +12,10 @@ from pydantic import Field
 
 from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
 from coder_agent.session.bridge import CommandResult
-from coder_agent.tools.calls import Outcome, Params, Prepared, text_content
+from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import truncate_middle
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params
 from coder_agent.visible import visible
 
 MAX_OUTPUT_CHARS = 30_000

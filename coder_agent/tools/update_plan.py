@@ -9,9 +9,9 @@ from pydantic import Field
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import PlanEntry
 from coder_agent.protocol.schema import PlanUpdate
-from coder_agent.tools.calls import Outcome, Params, Prepared
+from coder_agent.tools.calls import Outcome, Prepared
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params
 
 
 class PlanItem(Params):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
-from coder_agent.tools.calls import Outcome, Params, PathText, Prepared
+from coder_agent.tools.calls import Outcome, Prepared
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.tool import BuiltinTool
+from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
 class WriteParams(Params):
