@@ -14,13 +14,31 @@
     └── ClientError               the client answered one of our requests with an error
         └── ClientTimeout         the client did not answer one of our requests in time
 
-Tool failures are not here: they become tool results the model reads, not protocol errors.
+Tool failures are not protocol errors: they become tool results the model reads. Their one root is here,
+
+    CallFailed                    a tool call failed; the message is for the model, `shown` for the user
+    ├── tools.calls.ToolError     raised by the tools themselves
+    └── the mechanisms' errors    BridgeError, EditError, SearchError, FetchError, TargetError, McpError
+
+and the tool executor is the one place that turns a `CallFailed` into a failed result, so no tool translates
+the errors of what it uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+
+class CallFailed(Exception):
+    """A tool call failed in a way the model should read and act on (the message says what to do next).
+
+    `shown` is what the user reads when it should be shorter than what the model reads (the default: the same).
+    """
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = shown or message
 
 
 class RpcError(Exception):

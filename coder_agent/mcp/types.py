@@ -16,13 +16,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from coder_agent.errors import CallFailed
+
 Transport = Literal["stdio", "http", "sse"]
 
 _NAME_LIMIT = 64
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-class McpError(Exception):
+class McpError(CallFailed):
     """An MCP server could not be reached or did not answer a call; the message says which and why."""
 
 

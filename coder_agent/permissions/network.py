@@ -16,6 +16,8 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from coder_agent.errors import CallFailed
+
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 CARRY_IPV4 = (NAT64, ipaddress.ip_network("::/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
 """NAT64, IPv4-compatible (deprecated, still routed by some stacks) and IPv4-translated (SIIT) forms."""
@@ -23,7 +25,7 @@ SITE_LOCAL = ipaddress.ip_network("fec0::/10")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class TargetError(Exception):
+class TargetError(CallFailed):
     """The URL cannot be fetched (bad form, or a host that does not resolve); the message is for the model."""
 
 

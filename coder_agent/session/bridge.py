@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from coder_agent.errors import CallFailed
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
@@ -29,7 +30,7 @@ OUTPUT_BYTE_LIMIT = 1_000_000
 ShowContent = Callable[[ToolCallContent], Awaitable[None]]
 
 
-class BridgeError(Exception):
+class BridgeError(CallFailed):
     """A file or command the environment could not serve; the message is one sentence for the model and user."""
 
 

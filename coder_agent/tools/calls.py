@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from coder_agent.errors import CallFailed
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import (
@@ -38,15 +39,8 @@ class ToolResult:
         return "\n".join(str(part.get("text", "")) for part in self.output if part.get("type") == "text")
 
 
-class ToolError(Exception):
-    """A tool call that failed in a way the model should read and act on.
-
-    `shown` is what the user reads when it should be shorter than what the model reads (the default: the same).
-    """
-
-    def __init__(self, message: str, shown: str | None = None) -> None:
-        super().__init__(message)
-        self.shown = shown or message
+class ToolError(CallFailed):
+    """A tool's own failure, for the model to read and act on (see `errors.CallFailed`)."""
 
 
 class TurnCancelled(Exception):

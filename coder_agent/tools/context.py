@@ -26,7 +26,7 @@ from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, re
 from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import SessionUpdate
-from coder_agent.session.bridge import BridgeError, CommandResult
+from coder_agent.session.bridge import CommandResult
 from coder_agent.session.session import Session
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
@@ -98,12 +98,9 @@ class ToolContext:
         """The file's text, whole if it is small enough, else lines `first`..`first+limit-1`; ToolError.
         `real`: the place the path was checked at (`Place.real`); the disk is read there, following no symlink."""
         size = await self._check_text_file(path, real)
-        try:
-            if size <= WHOLE_FILE_BYTES:
-                return FileText(await self._bridge.read_text_file(path, real=real), size=size)
-            window = await self._bridge.read_text_file(path, line=first, limit=limit, real=real)
-        except BridgeError as exc:
-            raise ToolError(str(exc)) from None
+        if size <= WHOLE_FILE_BYTES:
+            return FileText(await self._bridge.read_text_file(path, real=real), size=size)
+        window = await self._bridge.read_text_file(path, line=first, limit=limit, real=real)
         return FileText(window, first=first, whole=False, size=size)
 
     async def read_whole(self, path: Path, verb: str, real: Path | None = None) -> str:
@@ -143,10 +140,7 @@ class ToolContext:
         except CheckpointError as exc:
             log.warning("no undo snapshot of %s: %s", path, exc)
         self.still_there(place)
-        try:
-            await self._bridge.write_text_file(path, new, real=place.real)
-        except BridgeError as exc:
-            raise ToolError(str(exc)) from None
+        await self._bridge.write_text_file(path, new, real=place.real)
         checkpoints.after_change(path, new)
         self.remember(path, new)
 
@@ -174,10 +168,7 @@ class ToolContext:
 
     async def run_command(self, command: str, timeout: float) -> CommandResult:
         """Run a command line in the working directory; what lets the user watch it joins the call's content."""
-        try:
-            return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show)
-        except BridgeError as exc:
-            raise ToolError(str(exc)) from None
+        return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show)
 
     async def show(self, content: ToolCallContent) -> None:
         """Add to what the call shows while it runs (a terminal, progress)."""
@@ -193,11 +184,8 @@ class ToolContext:
         await self._bridge.update(update)
 
     async def ask(self, question: Question) -> Answer:
-        """Ask the user (see `ClientBridge.ask`); ToolError if the client failed to answer."""
-        try:
-            return await self._bridge.ask(question)
-        except BridgeError as exc:
-            raise ToolError(str(exc)) from None
+        """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""
+        return await self._bridge.ask(question)
 
 
 def _sniff(path: Path, real: Path | None) -> tuple[int, bytes]:

@@ -7,7 +7,7 @@ from pydantic import Field
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
 from coder_agent.tools.calls import Outcome, Prepared, ToolError
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.editing import Edit, EditError, apply_edits
+from coder_agent.tools.editing import Edit, apply_edits
 from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 MAX_LOCATIONS = 20
@@ -55,10 +55,7 @@ class EditFile(BuiltinTool):
             raise ToolError(f"{path} does not exist. Use write_file to create a new file.")
         old = await ctx.read_whole(path, "edit", place.real)
         ctx.check_fresh(path, old, "edit")
-        try:
-            result = apply_edits(old, edits)
-        except EditError as exc:
-            raise ToolError(str(exc)) from None
+        result = apply_edits(old, edits)
         diff = DiffContent(path=str(path), old_text=old, new_text=result.new_text)
         ranges = result.changed_ranges()
         locations = [ToolCallLocation(path=str(path), line=r.first) for r in ranges[:MAX_LOCATIONS]]

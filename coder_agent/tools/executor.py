@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import anyio
 
 from coder_agent import secrets
+from coder_agent.errors import CallFailed
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolKind
@@ -28,7 +29,7 @@ from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCa
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.replay import replace_content
 from coder_agent.session.session import Session
-from coder_agent.tools.calls import Prepared, ToolError, ToolResult, TurnCancelled, text_content
+from coder_agent.tools.calls import Prepared, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.registry import session_specs, session_tools
 from coder_agent.tools.tool import Tool
@@ -82,13 +83,13 @@ class ToolExecutor:
             return await shown.fail(f"There is no tool named {call.name!r}. Use one of: {names}.", "Unknown tool.")
         try:
             params = tool.parse(call.arguments)
-        except ToolError as exc:
+        except CallFailed as exc:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
         ctx = ToolContext(self.session, lambda content: shown.update(content=content), call.id)
         try:
             prepared = await tool.prepare(params, ctx)
-        except ToolError as exc:
+        except CallFailed as exc:
             await shown.start(tool.title(params, ctx), tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
         await shown.start(
@@ -100,7 +101,7 @@ class ToolExecutor:
         await shown.update(status="in_progress")
         try:
             outcome = await prepared.run()
-        except ToolError as exc:
+        except CallFailed as exc:
             return await shown.fail(str(exc), exc.shown)
         except Exception as exc:  # a tool's own bug or an unforeseen failure: the model reads it, the turn goes on
             log.exception("tool %s failed", tool.name)
@@ -116,7 +117,7 @@ class ToolExecutor:
         try:
             prepared = await tool.prepare(tool.parse(call.arguments), ctx)
             outcome = await prepared.run()
-        except ToolError as exc:
+        except CallFailed as exc:
             return ToolResult(str(exc), failed=True)
         return ToolResult(outcome.output, failed=outcome.failed)
 

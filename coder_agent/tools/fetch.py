@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from coder_agent.permissions import Action, FetchTarget, TargetError, resolve_target
-from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
+from coder_agent.permissions import Action, FetchTarget, resolve_target
+from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params
 
@@ -23,12 +23,9 @@ class Fetch(BuiltinTool):
         return f"Fetch {params.url}"
 
     async def prepare(self, params: FetchParams, ctx: ToolContext) -> Prepared:
-        from coder_agent.tools.webpage import FetchError, fetch
+        from coder_agent.tools.webpage import fetch
 
-        try:
-            target = await resolve_target(params.url)
-        except TargetError as exc:
-            raise ToolError(str(exc)) from None
+        target = await resolve_target(params.url)
 
         async def may_follow(hop: FetchTarget) -> str | None:
             """The approved host may redirect within itself (a local one within the same port: allowing one
@@ -40,10 +37,7 @@ class Fetch(BuiltinTool):
             return None if verdict.decision == "allow" else verdict.reason
 
         async def run() -> Outcome:
-            try:
-                page = await fetch(target, may_follow)
-            except FetchError as exc:
-                raise ToolError(str(exc)) from None
+            page = await fetch(target, may_follow)
             header = f"{page.url} (HTTP {page.status}, {page.content_type or 'unknown type'})"
             summary = f"Fetched {header}: {len(page.text):,} characters"
             return Outcome(f"{header}\n\n{page.text}", [text_content(summary)], failed=page.status >= 400)

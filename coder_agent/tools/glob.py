@@ -8,7 +8,7 @@ from pydantic import Field
 
 from coder_agent.permissions import Place
 from coder_agent.tools import search
-from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
@@ -46,10 +46,7 @@ def search_call(
 
     async def run() -> Outcome:
         ctx.still_there(root)
-        try:
-            found = await find()
-        except search.SearchError as exc:
-            raise ToolError(str(exc)) from None
+        found = await find()
         return Outcome(found.text, [text_content(found.text)])
 
     return Prepared(ctx.action("search", root), title, run)

@@ -70,13 +70,8 @@ class McpToolCall:
         return f"{self.tool.server}: {self.tool.title or self.tool.name}"
 
     async def prepare(self, params: dict[str, Any], ctx: ToolContext) -> Prepared:
-        from coder_agent.mcp.types import McpError
-
         async def run() -> Outcome:
-            try:
-                result = await self.hub.call(self.name, params, timeout=MCP_CALL_TIMEOUT, caller=ctx.call_id)
-            except McpError as exc:
-                raise ToolError(str(exc)) from None
+            result = await self.hub.call(self.name, params, timeout=MCP_CALL_TIMEOUT, caller=ctx.call_id)
             display: list[ToolCallContent] = [_display(block) for block in result.display]
             output: str | list[dict[str, Any]] = result.content
             if all(part.get("type") == "text" for part in result.content):

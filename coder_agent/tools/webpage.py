@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from coder_agent.errors import CallFailed
 from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ HopCheck = Callable[[FetchTarget], Awaitable[str | None]]
 """Given a redirect's target: None to follow it, or why it is not followed."""
 
 
-class FetchError(Exception):
+class FetchError(CallFailed):
     """The page could not be fetched; the message is for the model."""
 
 

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coder_agent.errors import CallFailed
 from coder_agent.tools.editing.diagnostics import not_found_message, span_text
 from coder_agent.tools.editing.result import EditOutcome, EditResult, LineRange
 from coder_agent.tools.file_view import split_lines
@@ -46,7 +47,7 @@ class Edit:
     replace_all: bool = False
 
 
-class EditError(Exception):
+class EditError(CallFailed):
     """An edit could not be applied; nothing was. The message is for the model and says what to do next."""
 
 

@@ -6,10 +6,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from coder_agent.errors import CallFailed
+
 __all__ = ["Scope", "SearchError"]
 
 
-class SearchError(Exception):
+class SearchError(CallFailed):
     """The search could not run (invalid regex, missing path, ...); the message is for the model."""
 
 
