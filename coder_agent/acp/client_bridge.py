@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 from pydantic import ValidationError
 
-from coder_agent import secrets
 from coder_agent.acp.presentation import permission_options
 from coder_agent.errors import ClientError
 from coder_agent.permissions import Choice, ChoiceKind, chosen
@@ -90,7 +89,6 @@ class AcpClientBridge:
         self._peer = peer
         self.capabilities = capabilities
         self.session_id = session_id
-        self.observer: Callable[[dict[str, Any]], None] | None = None
         self._local = LocalBridge()
         session = capabilities.session
         self.supports_compaction_updates = session is not None and session.compaction is not None
@@ -105,15 +103,8 @@ class AcpClientBridge:
     # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        """Send one `session/update` notification; `live_only` ones stay out of the session's replay log."""
-        wire = secrets.redact_model(update).wire()
-        if self.observer is not None and not live_only:
-            self.observer(wire)
-        await self._peer.notify("session/update", {"sessionId": self.session_id, "update": wire})
-
-    def record(self, update: SessionUpdate) -> None:
-        if self.observer is not None:
-            self.observer(update.wire())
+        """Send one `session/update` notification."""
+        await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         """A `notice` where the client shows them, otherwise a short agent message; neither is replayed."""

@@ -42,7 +42,6 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.options import config_options
-from coder_agent.session.replay import replayed
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
 
@@ -118,7 +117,8 @@ class AcpServer:
         cwd, extra = _folders(request.cwd, request.additional_directories)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
-        for event in replayed(session.events, compaction=session.client.supports_compaction_updates):
+        compaction = session.services.bridge.supports_compaction_updates
+        for event in session.state.replay.replayed(compaction=compaction):
             await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
@@ -174,7 +174,7 @@ class AcpServer:
         request = SetSessionConfigOptionRequest.model_validate(params)
         session = self.manager.get(request.session_id)
         await self.manager.set_option(session, request.config_id, request.value)
-        return SetSessionConfigOptionResponse(config_options=config_options(session)).wire()
+        return SetSessionConfigOptionResponse(config_options=config_options(session.state)).wire()
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ class AcpServer:
 
 
 def _session_state(session: Session) -> dict[str, Any]:
-    return {"modes": mode_state(session.permissions.mode), "config_options": config_options(session)}
+    return {"modes": mode_state(session.state.policy.mode), "config_options": config_options(session.state)}
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

@@ -2,8 +2,9 @@
 
 A prompt that is a single text starting with `/name` is a command. Every command answers with visible
 output, and an unknown one gets the list of those that exist. Commands are a table (`COMMANDS`): a name,
-what the editor shows, and a handler that gets a narrow `CommandContext` (the turn it runs in) and the
-text after the name.
+what the editor shows, and a handler that gets a `CommandContext` (the session, and the turn it runs in)
+and the text after the name. Commands act on the session as a whole (its conversation, rules, undo
+history, model), so unlike a turn they get the session itself.
 """
 
 from __future__ import annotations
@@ -12,52 +13,54 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import anyio
 
 from coder_agent import prompts
+from coder_agent.agent.turn import Turn
 from coder_agent.checkpoints import CheckpointError
-from coder_agent.model.base import Message
+from coder_agent.config import Config
+from coder_agent.errors import RpcError
 from coder_agent.protocol.content import ContentBlock, TextContent
-from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, StopReason
+from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.session import Conversation, Session
+from coder_agent.session.options import config_options
+from coder_agent.session.session import Session
 
 
-class CommandContext(Protocol):
-    """What a command may do in the turn it runs in."""
+@dataclass
+class CommandContext:
+    """What a command works with: its session, and the turn it runs in."""
 
     session: Session
+    turn: Turn
+    check: Callable[[Config], None]
+    """Raises an RpcError naming the fix unless a config's model and credentials can work (for `/model`)."""
 
     async def say(self, text: str) -> None:
         """Show text from the agent (not the model)."""
-        ...
+        await self.turn.say(text)
 
     async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
         """Run a model turn on this prompt, as if the user had sent it."""
-        ...
-
-    async def compact_now(self, focus: str | None = None) -> bool:
-        """Summarise the older history; False if there was nothing to compact."""
-        ...
+        return await self.turn.run(prompt)
 
     async def switch_model(self, name: str) -> str:
-        """Show the model (no name) or switch to another; a sentence for the user."""
-        ...
-
-    async def system_message(self) -> Message:
-        """The system prompt as the model would get it now."""
-        ...
-
-    def tool_specs(self) -> list[dict[str, Any]]:
-        """The tools as the model would get them now."""
-        ...
-
-    async def context_window(self) -> int: ...
-
-    @property
-    def model_name(self) -> str: ...
+        """`/model`: show the model and the configured ones, or switch this session to another (from its next
+        turn); a sentence for the user."""
+        state = self.session.state
+        config = state.config
+        if not name:
+            others = [m for m in dict.fromkeys(config.models) if m != config.model]
+            listed = "".join(f"\n- `{m}`" for m in others) or " none (list them under `models` in the config)"
+            return f"The model is `{config.model}`. Other configured models:{listed}\n"
+        try:
+            self.check(config.model_copy(update={"model": name}))
+        except RpcError as exc:
+            return f"Cannot switch to `{name}`: {exc.message}\n"
+        state.set_model(name)
+        await self.session.services.bridge.update(ConfigOptionUpdate(config_options=config_options(state)))
+        return f"Switched this session to `{name}`.\n"
 
 
 Handler = Callable[[CommandContext, str], Awaitable[StopReason]]
@@ -84,7 +87,7 @@ MCP_PROMPT_PREFIX = "mcp:"
 def advertised(session: Session | None = None) -> list[AvailableCommand]:
     """The built-in commands, then the session's MCP prompts as `/mcp:<server>:<prompt>`."""
     listed = [command.advertised() for command in COMMANDS]
-    for prompt in session.mcp_prompts if session is not None else []:
+    for prompt in session.services.mcp_prompts if session is not None else []:
         names = " ".join(f"<{a.name}>" if a.required else f"[{a.name}]" for a in prompt.arguments)
         listed.append(
             AvailableCommand(
@@ -173,35 +176,34 @@ async def run(ctx: CommandContext, name: str, arguments: str) -> StopReason:
 
 
 async def _compact(ctx: CommandContext, arguments: str) -> StopReason:
-    if not await ctx.compact_now(arguments or None):
+    if not await ctx.turn.compact_now(arguments or None):
         await ctx.say("Nothing to compact yet.\n")
     return "end_turn"
 
 
 async def _clear(ctx: CommandContext, arguments: str) -> StopReason:
-    session = ctx.session
-    session.conversation = Conversation(cost=session.conversation.cost)
-    session.file_hashes.clear()
+    ctx.session.state.conversation.clear()
+    ctx.session.services.files.clear()
     await ctx.say("Started a fresh context: the model no longer sees the conversation above.\n")
     return "end_turn"
 
 
 async def _context(ctx: CommandContext, arguments: str) -> StopReason:
-    session = ctx.session
-    system = await ctx.system_message()
-    tools = ctx.tool_specs()
+    state, turn = ctx.session.state, ctx.turn
+    system = await turn.system_message()
+    tools = turn.tool_specs()
     await ctx.say(
         context_report(
             system_chars=len(str(system["content"])),
             tools_chars=len(json.dumps(tools)),
             tool_count=len(tools),
-            messages=session.conversation.messages,
-            used_tokens=session.conversation.context_tokens,
-            window=await ctx.context_window(),
-            cost=session.conversation.cost,
-            model=ctx.model_name,
-            input_tokens=session.conversation.input_tokens,
-            cached_tokens=session.conversation.cached_tokens,
+            messages=state.conversation.messages,
+            used_tokens=state.conversation.context_tokens,
+            window=await turn.model.context_window(),
+            cost=state.spending.cost,
+            model=turn.model.name,
+            input_tokens=state.spending.input_tokens,
+            cached_tokens=state.spending.cached_tokens,
         )
     )
     return "end_turn"
@@ -232,20 +234,14 @@ async def _undo(ctx: CommandContext, arguments: str) -> StopReason:
 
 
 def permissions_command(session: Session, arguments: str) -> str:
-    policy = session.permissions
+    policy = session.state.policy
     verb, _, rest = arguments.partition(" ")
     if verb == "clear":
-        count = len(policy.session_allow) + len(policy.session_deny)
-        policy.session_allow.clear()
-        policy.session_deny.clear()
-        return f"Forgot {count} rule(s) remembered in this session.\n"
+        return f"Forgot {policy.forget_all()} rule(s) remembered in this session.\n"
     if verb == "revoke":
         target = rest.strip().strip("`")
-        for rules in (policy.session_allow, policy.session_deny):
-            for rule in list(rules):
-                if str(rule) == target:
-                    rules.remove(rule)
-                    return f"Revoked `{target}` for this session.\n"
+        if policy.revoke(target):
+            return f"Revoked `{target}` for this session.\n"
         return f"No rule `{target}` was remembered in this session (rules from the config stay; edit the file).\n"
     if verb:
         return "Usage: `/permissions`, `/permissions revoke <rule>`, `/permissions clear`.\n"
@@ -263,7 +259,7 @@ def permissions_command(session: Session, arguments: str) -> str:
 
 async def undo(session: Session) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
-    bridge = session.client
+    bridge, checkpoints, files = session.services.bridge, session.state.checkpoints, session.services.files
 
     async def read_current(path: Path) -> str | None:
         try:
@@ -272,7 +268,7 @@ async def undo(session: Session) -> str:
             return None
 
     try:
-        plan = await session.checkpoints.undo_last(read_current)
+        plan = await checkpoints.undo_last(read_current)
     except CheckpointError as exc:
         return f"Undo failed: {exc}\n"
     if plan is None:
@@ -281,7 +277,7 @@ async def undo(session: Session) -> str:
     try:
         for restore in plan.files:
             path = Path(restore.path)
-            session.file_hashes.pop(restore.path, None)
+            files.forget(restore.path)
             if restore.text is None:
                 await anyio.Path(path).unlink(missing_ok=True)
                 lines.append(f"- deleted `{restore.path}` (the turn created it)")
@@ -289,7 +285,7 @@ async def undo(session: Session) -> str:
                 await bridge.write_text_file(path, restore.text)
                 lines.append(f"- restored `{restore.path}`")
     except (BridgeError, OSError) as exc:
-        session.checkpoints.history.append(plan.checkpoint)
+        checkpoints.put_back(plan.checkpoint)
         return f"Undo stopped: {exc}\n" + "\n".join(lines) + "\n"
     warning = ""
     if plan.changed_since:
@@ -300,7 +296,7 @@ async def undo(session: Session) -> str:
 
 def mcp_report(session: Session) -> str:
     """`/mcp`: each server of the session, its state and its tools."""
-    hub = session.mcp_hub
+    hub = session.services.mcp
     if hub is None:
         return "This session has no MCP servers (the editor passes them when it opens the session).\n"
     lines = []
@@ -318,8 +314,9 @@ async def run_mcp_prompt(ctx: CommandContext, name: str, arguments: str) -> Stop
 
     session = ctx.session
     server, _, prompt_name = name[len(MCP_PROMPT_PREFIX) :].partition(":")
-    prompt = next((p for p in session.mcp_prompts if p.server == server and p.name == prompt_name), None)
-    if prompt is None or session.mcp_hub is None:
+    hub = session.services.mcp
+    prompt = next((p for p in session.services.mcp_prompts if p.server == server and p.name == prompt_name), None)
+    if prompt is None or hub is None:
         await ctx.say(unknown(name))
         return "end_turn"
     values = _prompt_arguments([a.name for a in prompt.arguments], arguments)
@@ -328,7 +325,7 @@ async def run_mcp_prompt(ctx: CommandContext, name: str, arguments: str) -> Stop
         await ctx.say(f"`/{name}` needs: {', '.join(missing)}.\n")
         return "end_turn"
     try:
-        text = await session.mcp_hub.get_prompt(server, prompt_name, values)
+        text = await hub.get_prompt(server, prompt_name, values)
     except McpError as exc:
         await ctx.say(f"The MCP server could not give the prompt: {exc}\n")
         return "end_turn"

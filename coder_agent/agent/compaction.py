@@ -14,31 +14,31 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from coder_agent.agent.summarizer import Compacted, compact, split_point
+from coder_agent.agent.summarizer import compact, split_point
 from coder_agent.model.base import Model, ModelError
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AgentMessageChunk, CompactionSummaryChunk, CompactionUpdate
-from coder_agent.session.session import Session
+from coder_agent.session.turn_context import TurnContext
 
 Note = Callable[[str], Awaitable[None]]
 
 
-async def compact_session(session: Session, model: Model, focus: str | None, on_retry: Note) -> bool:
+async def compact_session(ctx: TurnContext, model: Model, focus: str | None, on_retry: Note) -> bool:
     """Summarise the older history and tell the user; False if there was nothing to compact or it failed."""
-    history = session.conversation.messages
+    history = ctx.conversation.messages
     if split_point(history) == 0:
         return False
-    client = session.client
+    client = ctx.bridge
     if not client.supports_compaction_updates:
         try:
             result = await compact(model, history, focus, on_retry=on_retry)
         except ModelError as exc:
-            await _say(session, f"\n\n_Compacting the conversation failed: {exc}_\n\n")
+            await _say(ctx, f"\n\n_Compacting the conversation failed: {exc}_\n\n")
             return False
         if result is None:
             return False
-        _apply(session, result)
-        await _say(session, f"\n\n_Context compacted: {result.removed} earlier messages were summarised._\n\n")
+        ctx.conversation.compacted(result.messages)
+        await _say(ctx, f"\n\n_Context compacted: {result.removed} earlier messages were summarised._\n\n")
         return True
 
     compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
@@ -59,21 +59,11 @@ async def compact_session(session: Session, model: Model, focus: str | None, on_
     if result is None:  # cannot happen after split_point, but never leave an entry in progress
         await client.update(CompactionUpdate(compaction_id=compaction_id, status="cancelled", summary=[]))
         return False
-    _apply(session, result)
+    ctx.conversation.compacted(result.messages)
     summary: list[ContentBlock] = [TextContent(text=result.summary)]
     await client.update(CompactionUpdate(compaction_id=compaction_id, status="completed", summary=summary))
     return True
 
 
-def _apply(session: Session, result: Compacted) -> None:
-    conversation = session.conversation
-    conversation.messages[:] = result.messages
-    conversation.context_tokens = 0
-    conversation.calls += 1  # a usage report still on its way describes the context before the compaction
-    conversation.restart_prompt()
-    if result.cost:
-        conversation.cost += result.cost
-
-
-async def _say(session: Session, text: str) -> None:
-    await session.client.update(AgentMessageChunk(content=TextContent(text=text)))
+async def _say(ctx: TurnContext, text: str) -> None:
+    await ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text)))

@@ -1,11 +1,12 @@
 """`SessionManager`: the life of sessions — open, reopen from the store, close, delete, list — and their state.
 
-Opening a session builds it whole: the config for its folder, the model credentials checked (a session
-that could not answer is refused with `AuthRequired` naming what to set), the permission policy, the
-undo checkpoints, the MCP servers (with what the session does when they ask: `agent.mcp_requests`), the
-background saver and the replay log. Every change of state (a new session, a mode or option change, a step
-of a turn) is saved. What is ACP about it (parsing params,
-answering, replaying to the client) stays in `acp.server`.
+Opening a session builds it whole: its state (the config for its folder, the model credentials checked — a
+session that could not answer is refused with `AuthRequired` naming what to set —, the permission policy,
+the undo checkpoints, the stored record when it is reopened) and its services (the client's bridge, wrapped
+once in the `RedactingBridge` that feeds the replay log; the MCP servers, with what the session does when
+they ask: `agent.mcp_requests`; the background saver). The manager is the one writer of a session's
+services. Every change of state (a new session, a mode or option change, a step of a turn) is saved. What is
+ACP about it (parsing params, answering, replaying to the client) stays in `acp.server`.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.options import apply_option, config_options
-from coder_agent.session.replay import record_update
+from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
+from coder_agent.session.services import SessionServices
 from coder_agent.session.session import Session
+from coder_agent.session.state import SessionState
 from coder_agent.session.turn_runner import TurnRunner
 from coder_agent.store import (
     InvalidSessionId,
@@ -75,7 +78,7 @@ class SessionManager:
         session_id = f"sess_{uuid.uuid4().hex}"
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id))
         session.save_soon()
-        log.info("session %s opened in %s", session.id, session.cwd)
+        log.info("session %s opened in %s", session.id, cwd)
         return session
 
     async def reopen(
@@ -102,18 +105,19 @@ class SessionManager:
         prompt with its git context, so the first prompt finds them done."""
         self.runner.warm(session)
         self.tasks.start_soon(_prepare, session)
-        hub = session.mcp_hub
+        services = session.services
+        hub = services.mcp
         if hub is not None:
-            session.mcp_prompts = await hub.list_prompts()
-        await session.client.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
+            services.mcp_prompts = await hub.list_prompts()
+        await services.bridge.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
         if hub is not None:
             for status in hub.statuses():
                 if status.state == "failed":
                     title = f"The MCP server {status.name} could not be started; its tools are missing"
-                    session.notices.append((title, status.error or ""))
-        notices, session.notices = session.notices, []
+                    services.notices.append((title, status.error or ""))
+        notices, services.notices = services.notices, []
         for title, description in notices:
-            await session.client.notice("warning", title, description or None)
+            await services.bridge.notice("warning", title, description or None)
 
     async def authenticate(self) -> None:
         """Check the credentials again (from the config without a project file)."""
@@ -131,29 +135,31 @@ class SessionManager:
     ) -> Session:
         config, problems = self.source.load(cwd)
         self.runner.check(config)
-        session = Session(
+        state = SessionState(
             id=session_id,
             cwd=cwd,
             additional_directories=additional_directories,
-            client=client,
             config=config,
-            permissions=_policy(cwd, config),
+            policy=_policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
+        )
+        services = SessionServices(
+            bridge=RedactingBridge(client, state.replay),
             tasks=self.tasks,
             notices=[("The project config was left out", problem) for problem in problems],
         )
+        session = Session(state, services)
         try:
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
-                session.restore(record)
+                state.restore(record)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
             raise
-        client.observer = lambda update: record_update(session.events, update)
         if self.store is not None:
-            session.saver = Saver(self.store, session.to_record, self.tasks, _saving_failed(session))
+            services.saver = Saver(self.store, state.to_record, self.tasks, _saving_failed(session))
         self.sessions[session_id] = session
         return session
 
@@ -186,13 +192,14 @@ class SessionManager:
 
     async def set_option(self, session: Session, config_id: str, value: str) -> None:
         """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
-        if not apply_option(session, config_id, value):
+        if not apply_option(session.state, config_id, value):
             return
         log.info("session %s: %s = %s", session.id, config_id, value)
         session.save_soon()
+        bridge = session.services.bridge
         if config_id == "mode":
-            await session.client.update(CurrentModeUpdate(current_mode_id=value))
-        await session.client.update(ConfigOptionUpdate(config_options=config_options(session)))
+            await bridge.update(CurrentModeUpdate(current_mode_id=value))
+        await bridge.update(ConfigOptionUpdate(config_options=config_options(session.state)))
 
     def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
@@ -254,10 +261,11 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
     from coder_agent.mcp.types import McpServerSpec
 
     hooks = McpRequests(session, runner).hooks()
-    hub = McpHub(task_group=session.tasks, roots=session.roots, hooks=hooks)
-    session.mcp_hub = hub
-    session.closers.append(hub.aclose)
-    specs = [McpServerSpec.from_acp(server, cwd=session.cwd) for server in servers]
+    state, services = session.state, session.services
+    hub = McpHub(task_group=services.tasks, roots=state.roots, hooks=hooks)
+    services.mcp = hub
+    services.closers.append(hub.aclose)
+    specs = [McpServerSpec.from_acp(server, cwd=state.cwd) for server in servers]
     statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
     for status in statuses:
         log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
@@ -265,7 +273,7 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
 
 async def _prepare(session: Session) -> None:
     try:
-        await system_prompt.prepare(session)
+        await system_prompt.prepare(session.turn_context())
     except Exception:  # the first turn builds it then, and reports what fails
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 
@@ -277,6 +285,6 @@ def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:
             "writable and has free space."
         )
         with contextlib.suppress(Exception):
-            await session.client.notice("error", "This session could not be saved", description)
+            await session.services.bridge.notice("error", "This session could not be saved", description)
 
     return tell

@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Literal, cast
 
 import anyio
@@ -74,7 +73,7 @@ class McpRequests:
             question = FormQuestion(message, request.schema, tool_call_id=request.caller)
         with self._cancelled_with_turn() as scope:
             try:
-                answer = await self.session.client.ask(question)
+                answer = await self.session.services.bridge.ask(question)
             except BridgeError as exc:
                 return McpElicitationAnswer(DECLINE, reason=str(exc))
         if scope.cancelled_caught:
@@ -94,7 +93,7 @@ class McpRequests:
     async def elicitation_done(self, server: str, elicitation_id: str) -> None:
         ours = self._open_urls.pop((server, elicitation_id), None)
         if ours is not None:
-            await self.session.client.url_done(ours)
+            await self.session.services.bridge.url_done(ours)
 
     def _remember_url(self, server: str, theirs: str, ours: str) -> None:
         self._open_urls[(server, theirs)] = ours
@@ -114,7 +113,7 @@ class McpRequests:
         call = ToolCallRequest(f"sampling_{uuid.uuid4().hex[:12]}", tool.name, json.dumps(raw_input(request)))
         with self._cancelled_with_turn() as scope:
             try:
-                result = await ToolExecutor(self.session).run_tool(tool, call)
+                result = await ToolExecutor(self.session.turn_context()).run_tool(tool, call)
             except TurnCancelled:
                 raise McpRefused("The user cancelled the request.") from None
         if scope.cancelled_caught:
@@ -126,14 +125,7 @@ class McpRequests:
     # ---- notices --------------------------------------------------------------------------------
 
     async def notice(self, severity: Literal["info", "warning", "error"], title: str, description: str | None) -> None:
-        await self.session.client.notice(severity, title, description)
+        await self.session.services.bridge.notice(severity, title, description)
 
-    @contextmanager
-    def _cancelled_with_turn(self) -> Iterator[anyio.CancelScope]:
-        scope = anyio.CancelScope()
-        self.session.side_requests.add(scope)
-        try:
-            with scope:
-                yield scope
-        finally:
-            self.session.side_requests.discard(scope)
+    def _cancelled_with_turn(self) -> AbstractContextManager[anyio.CancelScope]:
+        return self.session.side_request()

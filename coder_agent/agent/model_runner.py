@@ -18,14 +18,14 @@ import anyio
 
 from coder_agent.agent import commands
 from coder_agent.agent.config_source import ConfigSource
+from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
 from coder_agent.errors import ConfigInvalid
 from coder_agent.model import providers
 from coder_agent.model.base import Model, ModelSettings
 from coder_agent.protocol.content import ContentBlock, TextContent
-from coder_agent.protocol.schema import SessionInfoUpdate, StopReason
-from coder_agent.session.replay import record_update
+from coder_agent.protocol.schema import SessionInfoUpdate, StopReason, UserMessageChunk
 from coder_agent.session.session import Session
 from coder_agent.store import utc_now
 from coder_agent.tools.executor import ToolExecutor
@@ -56,10 +56,11 @@ class ModelRunner:
                 raise ConfigInvalid(problem, {"model": config.model})
 
     def warm(self, session: Session) -> None:
-        if self._model_factory is None and session.config.model:
+        model = session.state.config.model
+        if self._model_factory is None and model:
             from coder_agent.model.litellm_loader import warm
 
-            warm(session.config.model)  # a prompt is coming: have the model library ready for it
+            warm(model)  # a prompt is coming: have the model library ready for it
 
     def make_model(self, settings: ModelSettings) -> Model:
         if self._model_factory is not None:
@@ -69,20 +70,23 @@ class ModelRunner:
         return LitellmModel(settings)
 
     def sampling_model(self, session: Session, max_tokens: int) -> Model:
-        """The session's model, its output capped at what the server asked for (and the config's own cap)."""
-        settings = self.source.model_settings(session.config)
+        """The session's model, its output capped at what the server asked for (and the config's own cap), billed
+        to the session."""
+        settings = self.source.model_settings(session.state.config)
         cap = min(max_tokens, settings.max_tokens) if settings.max_tokens else max_tokens
-        return self.make_model(dataclasses.replace(settings, max_tokens=max(cap, 1)))
+        model = self.make_model(dataclasses.replace(settings, max_tokens=max(cap, 1)))
+        return MeteredModel(model, session.turn_context(), measures=False)
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
-        model = self.make_model(self.source.model_settings(session.config))
-        turn = Turn(session, session.config, model, ToolExecutor(session), self.check)
+        ctx = session.turn_context()
+        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx)
+        turn = Turn(ctx, model, ToolExecutor(ctx))
         for block in prompt:
-            record_update(session.events, {"sessionUpdate": "user_message_chunk", "content": block.wire()})
+            ctx.bridge.record(UserMessageChunk(content=block))
         command = commands.parse(prompt)
         if command is not None:
             try:
-                return await commands.run(turn, *command)
+                return await commands.run(commands.CommandContext(session, turn, self.check), *command)
             finally:
                 session.save_soon()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
@@ -93,11 +97,12 @@ class ModelRunner:
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
     """Title a session after its first prompt, and tell the client."""
-    if session.title is not None:
+    if session.state.title is not None:
         return
     text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
     if not text:
         return
     first_line = " ".join(text.split())
-    session.title = first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
-    await session.client.update(SessionInfoUpdate(title=session.title, updated_at=utc_now()))
+    title = first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
+    session.state.set_title(title)
+    await session.services.bridge.update(SessionInfoUpdate(title=title, updated_at=utc_now()))

@@ -2,7 +2,8 @@
 
 The tail starts at the last user message, so a tool call is never separated from its result; if the
 whole history is one turn, the tail is the last assistant message and its results. The summary is streamed
-(`on_text`), so the user can watch it being written (`agent.compaction` shows it).
+(`on_text`), so the user can watch it being written (`agent.compaction` shows it); the call is billed by the
+model it is given (a metered one: its report is awaited before the summary is returned).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coder_agent import prompts
-from coder_agent.model.base import Message, ModelTurn, StreamSink
+from coder_agent.model.base import Message, ModelTurn, StreamSink, settled
 
 MAX_PART_CHARS = 2_000
 SUMMARY_WORDS = 600
@@ -34,8 +35,6 @@ class Compacted:
     messages: list[Message]
     summary: str
     removed: int
-    cost: float | None = None
-    """What the summary cost, where the price is known."""
 
 
 async def _ignore(_: str) -> None:
@@ -75,13 +74,14 @@ async def compact(
         {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(head)},
     ]
     turn = await model.stream(request, (), StreamSink(on_text=on_text, on_thought=_ignore, on_retry=on_retry))
+    await settled(turn)
     summary = turn.text.strip() or "(the summary came back empty)"
     kept: list[Message] = [
         {"role": "user", "content": f"{SUMMARY_PREFIX}\n\n{summary}"},
         {"role": "assistant", "content": "Understood; I will continue from this summary."},
         *tail,
     ]
-    return Compacted(kept, summary, len(head), turn.cost)
+    return Compacted(kept, summary, len(head))
 
 
 def transcript(messages: list[Message]) -> str:

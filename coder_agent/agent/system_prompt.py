@@ -18,7 +18,8 @@ from coder_agent import prompts
 from coder_agent.agent import workspace
 from coder_agent.model.base import Message
 from coder_agent.permissions import MODES, is_mode
-from coder_agent.session.session import Conversation, Session
+from coder_agent.session.conversation import Conversation
+from coder_agent.session.turn_context import TurnContext
 
 DATE = "Today's date"
 MODE = "Permission mode"
@@ -59,44 +60,44 @@ def system_message(conversation: Conversation) -> Message:
     return {"role": "system", "content": conversation.system or ""}
 
 
-async def prepare(session: Session) -> None:
+async def prepare(ctx: TurnContext) -> None:
     """Build the conversation's system prompt if it has none yet (in the background, once a session opens)."""
-    if session.conversation.system is not None:
+    if ctx.conversation.system is not None:
         return
-    env = await _describe(session)
-    if session.conversation.system is None:
-        _fix(session.conversation, env, session.permissions.mode)
+    env = await _describe(ctx)
+    if ctx.conversation.system is None:
+        _fix(ctx.conversation, env, ctx.policy.mode)
 
 
-async def begin_turn(session: Session) -> tuple[Message, Message | None]:
+async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     """The system message for this turn's requests, and the environment update to put before the prompt.
 
     The update is None when nothing changed since the model was last told (or the prompt was just built)."""
-    conversation = session.conversation
-    mode = session.permissions.mode
-    env = await _describe(session)
+    conversation = ctx.conversation
+    mode = ctx.policy.mode
+    env = await _describe(ctx)
     if conversation.system is None:
         _fix(conversation, env, mode)
         return system_message(conversation), None
     now = facts(env, mode)
     changed = changes(conversation.environment, now)
-    conversation.environment = now
+    conversation.told(now)
     if not changed:
         return system_message(conversation), None
     update = prompts.render("environment_update.md", changes=changed)
     return system_message(conversation), {"role": "user", "content": update}
 
 
-async def current_system_message(session: Session) -> Message:
+async def current_system_message(ctx: TurnContext) -> Message:
     """The system prompt as the next request will carry it (built now if the conversation has none)."""
-    await prepare(session)
-    return system_message(session.conversation)
+    await prepare(ctx)
+    return system_message(ctx.conversation)
 
 
 def _fix(conversation: Conversation, env: workspace.Environment, mode: str) -> None:
-    conversation.system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode))
-    conversation.environment = facts(env, mode)
+    system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode))
+    conversation.fix_prompt(system, facts(env, mode))
 
 
-async def _describe(session: Session) -> workspace.Environment:
-    return await workspace.describe(session.cwd, session.additional_directories)
+async def _describe(ctx: TurnContext) -> workspace.Environment:
+    return await workspace.describe(ctx.cwd, list(ctx.additional_directories))

@@ -5,14 +5,14 @@ The prompt becomes a user message (after an environment update, when something c
 `agent_thought_chunk`); tool calls go to the turn's `ToolSet` and their results back to the model; this
 repeats until the model stops asking for tools or a limit is hit. Every request starts with the same
 bytes as the one before it: the conversation's fixed system prompt, the tools in a fixed order (built-ins,
-then MCP tools by name), the history. After every model call the client gets a `usage_update` (with the
-tokens read from the prompt cache in its `_meta`); it is sent when the provider's usage report arrives,
-in the background, so neither the prompt response nor the next tool call waits for it. Near the context
-window, and when the provider says the request no longer fits, older turns are compacted into a summary.
+then MCP tools by name), the history. The model is metered (`agent.metering`): after every call the client
+gets a `usage_update` when the provider's usage report arrives, which the turn awaits in the background, so
+neither the prompt response nor the next tool call waits for it. Near the context window, and when the
+provider says the request no longer fits, older turns are compacted into a summary.
 
-The history stays valid whatever happens: a cancel or a failure mid-turn keeps the streamed text and
-answers every pending tool call, so the next prompt can carry on. `Turn` is also the `CommandContext`
-slash commands run in.
+A turn sees its session only through its `TurnContext`. The history stays valid whatever happens: a cancel
+or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
+carry on.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from typing import Any
 
 from coder_agent.agent import system_prompt
 from coder_agent.agent.compaction import compact_session
+from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.user_message import to_user_message
-from coder_agent.config import Config
-from coder_agent.errors import AuthRequired, ModelUnavailable, RpcError
+from coder_agent.errors import AuthRequired, ModelUnavailable
 from coder_agent.model.base import (
     ContextWindowExceeded,
     Message,
-    Model,
     ModelAuthError,
     ModelError,
     ModelTurn,
@@ -41,17 +40,8 @@ from coder_agent.model.base import (
     ToolCallRequest,
 )
 from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
-from coder_agent.protocol.schema import (
-    AgentMessageChunk,
-    AgentThoughtChunk,
-    ConfigOptionUpdate,
-    Cost,
-    StopReason,
-    UsageUpdate,
-)
-from coder_agent.session.call_repair import answer_pending_calls
-from coder_agent.session.options import config_options
-from coder_agent.session.session import Conversation, Session
+from coder_agent.protocol.schema import AgentMessageChunk, AgentThoughtChunk, StopReason
+from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
@@ -60,8 +50,6 @@ DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
 
 TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
-USAGE_META = "coder-agent"
-"""The `_meta` key of `usage_update` carrying the last call's tokens (input, cached input, cache writes, output)."""
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
 WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to your question."
 
@@ -69,19 +57,11 @@ WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to y
 class Turn:
     """The state of one running prompt turn."""
 
-    def __init__(
-        self,
-        session: Session,
-        config: Config,
-        model: Model,
-        tools: ToolSet,
-        check: Callable[[Config], None],
-    ) -> None:
-        self.session = session
-        self.check = check
-        """Raises an RpcError naming the fix unless a config's model and credentials can work (for `/model`)."""
-        self.client = session.client
-        self.config = config
+    def __init__(self, ctx: TurnContext, model: MeteredModel, tools: ToolSet) -> None:
+        self.ctx = ctx
+        self.conversation = ctx.conversation
+        self.client = ctx.bridge
+        self.config = ctx.config
         self.model = model
         self.tools = tools
         self.streamed: list[str] = []  # text shown to the user during the model call in flight
@@ -89,33 +69,33 @@ class Turn:
 
     @property
     def history(self) -> list[Message]:
-        """The conversation the model sees (after `/clear`, a new one)."""
-        return self.session.conversation.messages
+        """The conversation the model sees (read it here; it changes through `self.conversation`)."""
+        return self.conversation.messages
 
     async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
-        _, update = await system_prompt.begin_turn(self.session)
+        _, update = await system_prompt.begin_turn(self.ctx)
         if update is not None:
-            self.history.append(update)
+            self.conversation.append(update)
         turn_start = len(self.history)
-        self.history.append(user.message)
-        self.session.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
-        self.session.save_soon()  # the prompt survives a kill while the model answers
+        self.conversation.append(user.message)
+        self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
+        self.ctx.save_soon()  # the prompt survives a kill while the model answers
         try:
             stop_reason = await self.loop(turn_start)
         except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
             self.finish_turn()
-            self.session.save_soon()
+            self.ctx.save_soon()
             raise
         self.finish_turn()
-        self.session.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
+        self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
 
     def finish_turn(self) -> None:
         self.repair_history()
-        self.session.checkpoints.end_turn()
+        self.ctx.checkpoints.end_turn()
 
     async def loop(self, turn_start: int) -> StopReason:
         compacted_for_overflow = False
@@ -131,7 +111,7 @@ class Turn:
                 continue
             except StreamCut as exc:
                 self.streamed.clear()
-                self.history.append(exc.partial.message)
+                self.conversation.append(exc.partial.message)
                 await self.say(f"\n\n**{exc}** The partial answer above is kept; send a message to continue.\n")
                 return "end_turn"
             except ModelAuthError as exc:
@@ -139,11 +119,11 @@ class Turn:
             except ModelError as exc:
                 raise ModelUnavailable(f"The model call failed: {exc}") from None
             compacted_for_overflow = False
-            self.history.append(turn.message)
-            await self.account(turn)
-            self.session.save_soon()
+            self.conversation.append(turn.message)
+            self.settle(turn)
+            self.ctx.save_soon()
             if turn.finish_reason == "content_filter":
-                del self.history[turn_start:]
+                self.conversation.cut(turn_start)
                 await self.say("\n\n_The model declined to answer (content filter)._\n")
                 return "refusal"
             if turn.finish_reason == "length":
@@ -163,7 +143,7 @@ class Turn:
                 except TurnCancelled:
                     return "cancelled"
                 images += self.add_tool_result(call.id, result.output)
-                self.session.save_soon()
+                self.ctx.save_soon()
                 waiting = result.ends_turn
                 if self.repeating(call, result):
                     await self.say(
@@ -172,7 +152,7 @@ class Turn:
                     )
                     return "end_turn"
             if images:  # tool messages carry text only: images follow in a user message
-                self.history.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+                self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
             if waiting:
                 return "end_turn"
         await self.say(
@@ -185,7 +165,7 @@ class Turn:
 
     async def call_model(self) -> ModelTurn:
         self.streamed.clear()
-        system = await system_prompt.current_system_message(self.session)
+        system = await system_prompt.current_system_message(self.ctx)
         sink = StreamSink(on_text=self.on_text, on_thought=self.on_thought, on_retry=self.on_retry)
         turn = await self.model.stream([system, *self.history], self.tool_specs(), sink)
         self.streamed.clear()
@@ -209,107 +189,55 @@ class Turn:
         """The tools in a fixed order (the registry's: the built-ins as listed, then MCP tools by name)."""
         return self.tools.specs()
 
-    async def context_window(self) -> int:
-        return await self.model.context_window()
-
-    @property
-    def model_name(self) -> str:
-        return self.model.name
-
     async def system_message(self) -> Message:
-        return await system_prompt.current_system_message(self.session)
+        return await system_prompt.current_system_message(self.ctx)
 
-    async def account(self, turn: ModelTurn) -> None:
-        """Count the call's usage and cost, and tell the client: now, or when the provider's report arrives.
-
-        A report still to come is read in the background: alongside the tools the model asked for, or,
-        after its last answer, once the prompt's response is written."""
-        conversation = self.session.conversation
-        conversation.calls += 1
-        number = conversation.calls
+    def settle(self, turn: ModelTurn) -> None:
+        """Have the call's usage report counted when it arrives (`agent.metering`): alongside the tools the
+        model asked for, or, after its last answer, once the prompt's response is written."""
         settle = turn.settle
         if settle is None:
-            await self.report_usage(conversation, number, Spend(turn.usage, turn.cost))
-        elif turn.tool_calls:
-            self.session.tasks.start_soon(self._settle, settle, conversation, number)
+            return
+        if turn.tool_calls:
+            self.ctx.tasks.start_soon(self._settle, settle)
         else:
-            self.session.after_response(lambda: self._settle(settle, conversation, number))
+            self.ctx.after_response(lambda: self._settle(settle))
 
     async def _save(self) -> None:
-        self.session.save_soon()
+        self.ctx.save_soon()
 
-    async def _settle(self, settle: Callable[[], Awaitable[Spend]], conversation: Conversation, number: int) -> None:
+    async def _settle(self, settle: Callable[[], Awaitable[Spend]]) -> None:
         try:
-            spend = await settle()
-            await self.report_usage(conversation, number, spend)
+            await settle()
         except Exception:
-            log.warning("session %s: the usage of a model call could not be reported", self.session.id, exc_info=True)
+            session = self.ctx.session_id
+            log.warning("session %s: the usage of a model call could not be reported", session, exc_info=True)
             return
-        self.session.save_soon()
-
-    async def report_usage(self, conversation: Conversation, number: int, spend: Spend) -> None:
-        """Add a call's spend to the session; the context size counts only from the latest call (`number`)."""
-        current = self.session.conversation
-        if spend.cost:
-            current.cost += spend.cost
-        if conversation is not current or number != current.calls:
-            return  # a later call, a compaction or a /clear came first: this size is out of date
-        usage = spend.usage
-        current.context_tokens = usage.total_tokens
-        current.input_tokens += usage.prompt_tokens
-        current.cached_tokens += usage.cached_tokens
-        cost = Cost(amount=round(current.cost, 6)) if current.cost else None
-        size = await self.model.context_window()
-        tokens = {
-            "inputTokens": usage.prompt_tokens,
-            "cachedInputTokens": usage.cached_tokens,
-            "cacheWriteTokens": usage.cache_write_tokens,
-            "outputTokens": usage.completion_tokens,
-        }
-        update = UsageUpdate(used=current.context_tokens, size=size, cost=cost)
-        update.meta = {USAGE_META: tokens}
-        await self.client.update(update)
+        self.ctx.save_soon()
 
     # ---- compaction ---------------------------------------------------------------------------
 
     async def maybe_compact(self) -> None:
-        used = self.session.conversation.context_tokens
+        used = self.conversation.context_tokens
         if used and used >= self.config.compact_threshold * await self.model.context_window():
             await self.compact_now()
 
-    async def switch_model(self, name: str) -> str:
-        """`/model`: show the model and the configured ones, or switch this session to another."""
-        config = self.config
-        if not name:
-            others = [m for m in dict.fromkeys(config.models) if m != config.model]
-            listed = "".join(f"\n- `{m}`" for m in others) or " none (list them under `models` in the config)"
-            return f"The model is `{config.model}`. Other configured models:{listed}\n"
-        updated = config.model_copy(update={"model": name})
-        try:
-            self.check(updated)
-        except RpcError as exc:
-            return f"Cannot switch to `{name}`: {exc.message}\n"
-        self.session.config = updated
-        self.session.conversation.restart_prompt()
-        await self.client.update(ConfigOptionUpdate(config_options=config_options(self.session)))
-        return f"Switched this session to `{name}`.\n"
-
     async def compact_now(self, focus: str | None = None) -> bool:
         """Summarise the older history; tell the user. False if there was nothing to compact."""
-        return await compact_session(self.session, self.model, focus, self.on_retry)
+        return await compact_session(self.ctx, self.model.side_calls(), focus, self.on_retry)
 
     # ---- tools --------------------------------------------------------------------------------
 
     def add_tool_result(self, call_id: str, output: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Answer a tool call; returns the images of the result, which the tool message cannot carry."""
         if isinstance(output, str):
-            self.history.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            self.conversation.append({"role": "tool", "tool_call_id": call_id, "content": output})
             return []
         images = [part for part in output if part.get("type") == "image_url"]
         text = "\n".join(str(part.get("text", "")) for part in output if part.get("type") == "text")
         if images:
             text += f"\n[{len(images)} image(s) in the next message]"
-        self.history.append({"role": "tool", "tool_call_id": call_id, "content": text.strip() or "(no output)"})
+        self.conversation.append({"role": "tool", "tool_call_id": call_id, "content": text.strip() or "(no output)"})
         return images
 
     def repeating(self, call: ToolCallRequest, result: ToolResult) -> bool:
@@ -321,9 +249,9 @@ class Turn:
     def repair_history(self) -> None:
         """After a cancel or failure: keep text the user saw, answer every tool call left without a result."""
         if self.streamed:
-            self.history.append({"role": "assistant", "content": "".join(self.streamed) + "\n[interrupted]"})
+            self.conversation.append({"role": "assistant", "content": "".join(self.streamed) + "\n[interrupted]"})
             self.streamed.clear()
-        answer_pending_calls(self.history, CANCELLED_TOOL_RESULT)
+        self.conversation.answer_pending(CANCELLED_TOOL_RESULT)
 
 
 def _text_part(text: str) -> dict[str, Any]:

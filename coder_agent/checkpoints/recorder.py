@@ -44,8 +44,8 @@ class Checkpoints:
 
     The tool that writes a file calls `before_change` right before writing it and `after_change` right after;
     the turn runner brackets each turn with `begin_turn` / `end_turn`. `history` holds the checkpoints of the turns
-    that changed something, oldest first; restore it from the session record with `TurnCheckpoint.from_dict` (and
-    the same `session_id`, whose private git ref keeps the blobs alive).
+    that changed something, oldest first; `restore` takes it back from the session record (made with the same
+    `session_id`, whose private git ref keeps the blobs alive).
     """
 
     def __init__(
@@ -105,6 +105,14 @@ class Checkpoints:
         checkpoint = TurnCheckpoint(turn.turn_id, turn.created_at, list(turn.files.values()))
         self.history.append(checkpoint)
         return checkpoint
+
+    def restore(self, history: list[TurnCheckpoint]) -> None:
+        """The checkpoints of a stored session, oldest first."""
+        self.history = list(history)
+
+    def put_back(self, checkpoint: TurnCheckpoint) -> None:
+        """An undo that could not finish: its checkpoint is the newest again, so it can be tried once more."""
+        self.history.append(checkpoint)
 
     async def undo_last(self, read_current: ReadCurrent | None = None) -> UndoPlan | None:
         """Pop the newest checkpoint with changes and plan restoring its files; None if there is none.

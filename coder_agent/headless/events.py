@@ -182,7 +182,7 @@ class StreamJsonOutput:
         _write(self.stdout, {"type": "session", **session})
 
     async def show(self, update: SessionUpdate) -> None:
-        _write(self.stdout, {"type": "update", "update": update.wire()})
+        _write(self.stdout, {"type": "update", "update": update.wire()}, redacted=True)
 
     def permission(self, event: Permission) -> None:
         _write(self.stdout, {"type": "permission", **asdict(event)})
@@ -194,5 +194,7 @@ class StreamJsonOutput:
         _write(self.stdout, result.wire())
 
 
-def _write(stdout: Stdout, event: dict[str, Any]) -> None:
-    stdout.write(json.dumps(redact_data(event), ensure_ascii=False) + "\n")
+def _write(stdout: Stdout, event: dict[str, Any], *, redacted: bool = False) -> None:
+    """One JSON line; key values redacted unless the event already was (an update came through the session's
+    redacting bridge; a permission's rules and a result's text did not)."""
+    stdout.write(json.dumps(event if redacted else redact_data(event), ensure_ascii=False) + "\n")

@@ -35,7 +35,6 @@ from coder_agent.headless.render import TextOutput, stderr_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
 from coder_agent.headless.terminal_questions import TerminalQuestions
-from coder_agent.permissions import ModeName
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import SessionUpdate, StopReason
 from coder_agent.secrets import redact
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
 
     from coder_agent.agent.manager import SessionManager
     from coder_agent.session.session import Session
+    from coder_agent.session.state import SessionState
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,11 @@ ManagerFactory = Callable[[TaskGroup], "SessionManager"]
 
 
 @dataclass
-class _State:
+class _RunState:
     session: Session | None = None
     resumed: bool = False
-    mode_before: ModeName | None = None
+    own_settings: bool = False
+    """The run's own settings are in force (the session's stored ones go back when it ends)."""
     cost_before: float = 0.0
     stop_reason: StopReason | None = None
     error: str | None = None
@@ -104,26 +105,25 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
         await output.show(update)
 
     bridge = LocalBridge(sink, answers, TerminalQuestions(output, asker))
-    state = _State()
+    run = _RunState()
     async with anyio.create_task_group() as tasks:
         manager = build(tasks)
         with anyio.CancelScope() as work:
-            tasks.start_soon(_cancel_on_signals, manager, work, state, output, console)
+            tasks.start_soon(_cancel_on_signals, manager, work, run, output, console)
             try:
-                await _work(manager, options, bridge, state, tally, output)
+                await _work(manager, options, bridge, run, tally, output)
             except RpcError as exc:
-                state.error = redact(exc.message)
+                run.error = redact(exc.message)
             except Exception as exc:
                 log.exception("coder-agent run failed")
-                state.error = redact(f"Unexpected error: {exc} (the log has the details)")
+                run.error = redact(f"Unexpected error: {exc} (the log has the details)")
         with anyio.CancelScope(shield=True):
-            if state.session is not None and state.mode_before is not None:
-                state.session.permissions.mode = state.mode_before  # the run's mode was for this run only
-                state.session.stored_mode = None
-                state.session.save_soon()
+            if run.session is not None and run.own_settings:
+                run.session.state.take_stored_mode()  # the run's mode was for this run only
+                run.session.save_soon()
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
-    result = _result(state, answers.refused, tally)
+    result = _result(run, answers.refused, tally)
     if result.error:
         output.pause()
         console.print(Text(result.error, style="red" if result.exit_code != EXIT_INTERRUPTED else "yellow"))
@@ -132,30 +132,31 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
 
 
 async def _work(
-    manager: SessionManager, options: RunOptions, bridge: LocalBridge, state: _State, tally: Tally, output: Output
+    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, tally: Tally, output: Output
 ) -> None:
-    session = await _open(manager, options, bridge, state)
-    state.session = session
-    state.mode_before = session.stored_mode = session.permissions.mode
-    if state.resumed:
-        session.stored_model = session.config.model  # a new session keeps the model it was made with
-    _apply(manager, session, options)
-    state.cost_before = session.conversation.cost
-    tally.cwd = session.cwd
+    session = await _open(manager, options, bridge, run)
+    run.session = session
+    saved = session.state
+    # A resumed session keeps its own model; a new one keeps the model it was made with (the run's).
+    saved.store_instead(mode=saved.policy.mode, model=saved.config.model if run.resumed else None)
+    run.own_settings = True
+    _apply(manager, saved, options)
+    run.cost_before = saved.spending.cost
+    tally.cwd = saved.cwd
     output.started(
         {
             "session_id": session.id,
-            "cwd": str(session.cwd),
-            "model": session.config.model,
-            "mode": session.permissions.mode,
-            "resumed": state.resumed,
+            "cwd": str(saved.cwd),
+            "model": saved.config.model,
+            "mode": saved.policy.mode,
+            "resumed": run.resumed,
         }
     )
     await manager.ready(session)
-    state.stop_reason = await manager.prompt(session, [TextContent(text=options.prompt)])
+    run.stop_reason = await manager.prompt(session, [TextContent(text=options.prompt)])
 
 
-async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridge, state: _State) -> Session:
+async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState) -> Session:
     def client(session_id: str) -> LocalBridge:
         return bridge
 
@@ -169,7 +170,7 @@ async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridg
             raise ResourceNotFound(f"No session to continue in {options.cwd}; start one without --continue.")
         session_id = page[0].session_id
     cwd, extra = await _folders(manager, session_id, options)
-    state.resumed = True
+    run.resumed = True
     return await manager.reopen(session_id, cwd, extra, [], client)
 
 
@@ -194,42 +195,40 @@ async def _folders(manager: SessionManager, session_id: str, options: RunOptions
     return await anyio.to_thread.run_sync(stored) or (options.cwd, [])
 
 
-def _apply(manager: SessionManager, session: Session, options: RunOptions) -> None:
+def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) -> None:
     """The run's own mode, rules, model and request limit."""
-    policy = session.permissions
-    policy.mode = options.mode or session.config.default_mode
-    policy.allow = [*policy.allow, *options.allow]
-    policy.deny = [*policy.deny, *options.deny]
+    saved.set_mode(options.mode or saved.config.default_mode)
+    saved.policy.add_rules(options.allow, options.deny)
     updates: dict[str, Any] = {}
-    if options.model is not None and options.model != session.config.model:
+    if options.model is not None and options.model != saved.config.model:
         updates["model"] = options.model
     if options.max_turns is not None:
         updates["max_turn_requests"] = options.max_turns
     if updates:
-        config = session.config.model_copy(update=updates)
+        config = saved.config.model_copy(update=updates)
         manager.runner.check(config)
-        session.config = config
+        saved.set_config(config)
 
 
 async def _cancel_on_signals(
-    manager: SessionManager, work: anyio.CancelScope, state: _State, output: Output, console: Console
+    manager: SessionManager, work: anyio.CancelScope, run: _RunState, output: Output, console: Console
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
-            if state.interrupted is not None:
+            if run.interrupted is not None:
                 os._exit(128 + signum)  # the second Ctrl-C: now
-            state.interrupted = signum
+            run.interrupted = signum
             output.pause()
             console.print(Text("Cancelling… (Ctrl-C again to quit at once)", style="yellow"))
             manager.cancel_all()
             work.cancel()
 
 
-def _result(state: _State, refused: list[Permission], tally: Tally) -> RunResult:
-    session = state.session
+def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResult:
+    session = run.session
     result = RunResult(
         session_id=session.id if session is not None else None,
-        stop_reason=state.stop_reason,
+        stop_reason=run.stop_reason,
         exit_code=EXIT_OK,
         answer=tally.answer,
         usage=tally.usage,
@@ -237,19 +236,19 @@ def _result(state: _State, refused: list[Permission], tally: Tally) -> RunResult
         refused=refused,
     )
     if session is not None:
-        spent = session.conversation.cost - state.cost_before
+        spent = session.state.spending.cost - run.cost_before
         result.cost = round(spent, 6) if spent > 0 else None
-    if state.interrupted is not None:
+    if run.interrupted is not None:
         result.stop_reason = "cancelled"
-        result.exit_code = EXIT_INTERRUPTED if state.interrupted == signal.SIGINT else 128 + state.interrupted
+        result.exit_code = EXIT_INTERRUPTED if run.interrupted == signal.SIGINT else 128 + run.interrupted
         result.error = "Interrupted. " + _pick_up(session)
-    elif state.error is not None:
-        result.exit_code, result.error = EXIT_ERROR, state.error
+    elif run.error is not None:
+        result.exit_code, result.error = EXIT_ERROR, run.error
     elif refused:
         result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session)
-    elif state.stop_reason != "end_turn":
+    elif run.stop_reason != "end_turn":
         result.exit_code = EXIT_ERROR
-        result.error = STOPPED_SHORT.get(state.stop_reason or "", f"The turn stopped: {state.stop_reason}.")
+        result.error = STOPPED_SHORT.get(run.stop_reason or "", f"The turn stopped: {run.stop_reason}.")
     return result
 
 

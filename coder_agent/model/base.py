@@ -87,6 +87,12 @@ class ModelTurn:
     settle: Callable[[], Awaitable[Spend]] | None = None
 
 
+async def settled(turn: ModelTurn) -> None:
+    """Wait for a call's pending usage report, when the caller has nothing better to do meanwhile."""
+    if turn.settle is not None:
+        await turn.settle()
+
+
 @dataclass
 class StreamSink:
     """Where streamed deltas go as they arrive (to the client, in practice)."""

@@ -22,6 +22,7 @@ from coder_agent.model.base import (
     Message,
     ModelError,
     ModelTurn,
+    Spend,
     StreamSink,
     ToolCallRequest,
     Usage,
@@ -57,6 +58,8 @@ class Reply:
     hold: anyio.Event | None = None
     """Stream the first `hold_after` chunks, then wait for this event before the rest."""
     hold_after: int = 1
+    late_bill: bool = False
+    """The usage and cost come after the answer (`ModelTurn.settle`), as a provider's closing chunk does."""
 
 
 @dataclass(frozen=True)
@@ -154,4 +157,11 @@ def _turn(reply: Reply) -> ModelTurn:
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ]
     finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-    return ModelTurn(message, reply.text, calls, finish, reply.usage, reply.cost)
+    if not reply.late_bill:
+        return ModelTurn(message, reply.text, calls, finish, reply.usage, reply.cost)
+
+    async def settle() -> Spend:
+        await anyio.lowlevel.checkpoint()
+        return Spend(reply.usage, reply.cost)
+
+    return ModelTurn(message, reply.text, calls, finish, Usage(), None, settle)

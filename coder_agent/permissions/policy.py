@@ -202,6 +202,32 @@ class PermissionPolicy:
             [*self.session_deny, *deny],
         )
 
+    def add_rules(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
+        """More rules with the config's standing (`coder-agent run --allow/--deny`)."""
+        self.allow = [*self.allow, *allow]
+        self.deny = [*self.deny, *deny]
+
+    def restore_remembered(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
+        """The rules a stored session remembered."""
+        self.session_allow = list(allow)
+        self.session_deny = list(deny)
+
+    def forget_all(self) -> int:
+        """Forget the rules remembered in this session; how many there were."""
+        count = len(self.session_allow) + len(self.session_deny)
+        self.session_allow.clear()
+        self.session_deny.clear()
+        return count
+
+    def revoke(self, text: str) -> bool:
+        """Forget one remembered rule, named as it is written; False if no such rule was remembered."""
+        for rules in (self.session_allow, self.session_deny):
+            for rule in list(rules):
+                if str(rule) == text:
+                    rules.remove(rule)
+                    return True
+        return False
+
     def remember(self, rules: Iterable[Rule], *, allow: bool) -> list[Rule]:
         """Add rules the user chose "always" for; returns those that were new."""
         target = self.session_allow if allow else self.session_deny

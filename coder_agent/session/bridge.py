@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from coder_agent.errors import CallFailed
 from coder_agent.permissions import Choice, ChoiceKind
@@ -51,20 +51,14 @@ def shell_argv(command: str) -> list[str]:
 
 
 class ClientBridge(Protocol):
-    """The environment, as one session sees it."""
-
-    observer: Callable[[dict[str, Any]], None] | None
-    """Sees every update sent, except live-only ones (the session's replay log)."""
+    """The environment, as one session sees it (through `session.redacting_bridge.RedactingBridge`, which redacts
+    what reaches it and keeps the replay log)."""
 
     @property
     def supports_compaction_updates(self) -> bool: ...
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one `session/update`; `live_only` ones are not replayed by `session/load`."""
-        ...
-
-    def record(self, update: SessionUpdate) -> None:
-        """Put an update in the replay log without showing it (the client already shows it its own way)."""
         ...
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:

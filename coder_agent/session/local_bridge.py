@@ -16,7 +16,6 @@ import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -25,7 +24,7 @@ from coder_agent.atomic import write_atomic
 from coder_agent.permissions import Choice, ChoiceKind, chosen
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
-from coder_agent.secrets import child_environ, redact_model
+from coder_agent.secrets import child_environ
 from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
     COMMAND_ENV,
@@ -68,22 +67,14 @@ class LocalBridge:
         self.sink = sink
         self.answer = answer
         self.ask_user = ask_user
-        self.observer: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def supports_compaction_updates(self) -> bool:
         return True
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        update = redact_model(update)
-        if not live_only:
-            self.record(update)
         if self.sink is not None:
             await self.sink(update)
-
-    def record(self, update: SessionUpdate) -> None:
-        if self.observer is not None:
-            self.observer(update.wire())
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         from coder_agent.protocol.schema import NoticeUpdate

@@ -6,13 +6,13 @@ come here, and the caller sends `config_option_update` (and `current_mode_update
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import cast, get_args
 
 from coder_agent.config import ReasoningEffort
 from coder_agent.errors import InvalidParams
 from coder_agent.permissions import MODES, is_mode
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
-from coder_agent.session.session import Session
+from coder_agent.session.state import SessionState
 
 EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 DEFAULT_EFFORT = "default"
@@ -30,11 +30,11 @@ def mode_config_option(current: str) -> SessionConfigOption:
     )
 
 
-def config_options(session: Session) -> list[SessionConfigOption]:
+def config_options(state: SessionState) -> list[SessionConfigOption]:
     """Every option with its current value (the complete list, as ACP requires)."""
     options: list[SessionConfigOption] = []
-    options.append(mode_config_option(session.permissions.mode))
-    config = session.config
+    options.append(mode_config_option(state.policy.mode))
+    config = state.config
     if config.model:
         models = list(dict.fromkeys([config.model, *config.models]))
         options.append(
@@ -61,9 +61,9 @@ def config_options(session: Session) -> list[SessionConfigOption]:
     return options
 
 
-def apply_option(session: Session, config_id: str, value: str) -> bool:
+def apply_option(state: SessionState, config_id: str, value: str) -> bool:
     """Set one option; True if it changed. InvalidParams for an unknown option or value."""
-    current = {option.id: option for option in config_options(session)}
+    current = {option.id: option for option in config_options(state)}
     option = current.get(config_id)
     if option is None:
         raise InvalidParams(f"Invalid params: configId: unknown config option {config_id!r}")
@@ -74,11 +74,9 @@ def apply_option(session: Session, config_id: str, value: str) -> bool:
         return False
     if config_id == "mode":
         assert is_mode(value)
-        session.permissions.mode = value
+        state.set_mode(value)
     elif config_id == "model":
-        session.config = session.config.model_copy(update={"model": value})
-        session.conversation.restart_prompt()  # a new model starts its own prompt cache: a fresh prompt costs nothing
+        state.set_model(value)
     elif config_id == "reasoning_effort":
-        effort = None if value == DEFAULT_EFFORT else value
-        session.config = session.config.model_copy(update={"reasoning_effort": effort})
+        state.set_reasoning_effort(None if value == DEFAULT_EFFORT else cast(ReasoningEffort, value))
     return True

@@ -4,8 +4,9 @@ The log keeps the updates a client needs (user and agent messages, thoughts, too
 status and content, plans, compactions), merged as they arrive: consecutive text chunks of one kind become
 one chunk, every `tool_call_update` is folded into its `tool_call`, and a compaction is one
 `compaction_update` entry with its last status and its whole summary (its `compaction_summary_chunk`s
-appended). Terminals do not outlive their turn, so a terminal in a tool call is replaced by its output as
-text (`replace_content`). Notices are live events and never enter the log.
+appended). Terminals do not outlive their turn, so a tool call whose terminal is gone is recorded once more
+with its output as text (an update recorded but not shown). Notices are live events and never enter the log.
+Only what a client was shown is recorded, after redaction: `session.redacting_bridge` feeds the log.
 
 A client that does not show compactions (`session.compaction`) is replayed a short agent message in place of
 each entry (`replayed`).
@@ -14,7 +15,10 @@ each entry (`replayed`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+from coder_agent.session.call_repair import fail_open_calls
 
 COMPACTION, SUMMARY_CHUNK = "compaction_update", "compaction_summary_chunk"
 REPLAYED = frozenset(
@@ -54,14 +58,6 @@ def record_update(events: list[dict[str, Any]], update: dict[str, Any]) -> None:
                 return
         update = {**update, "sessionUpdate": "tool_call", "title": update.get("title") or "Tool call"}
     events.append(dict(update))
-
-
-def replace_content(events: list[dict[str, Any]], tool_call_id: str, content: list[dict[str, Any]]) -> None:
-    """What a tool call shows on replay (a terminal's output instead of the dead terminal)."""
-    for event in reversed(events):
-        if event.get("sessionUpdate") == "tool_call" and event.get("toolCallId") == tool_call_id:
-            event["content"] = content
-            return
 
 
 def _record_compaction(events: list[dict[str, Any]], update: dict[str, Any]) -> None:
@@ -115,3 +111,28 @@ def replayed(events: list[dict[str, Any]], *, compaction: bool) -> Iterator[dict
         else:
             continue
         yield {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+
+
+@dataclass
+class ReplayLog:
+    """One session's log (as stored: `events`)."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, update: dict[str, Any]) -> None:
+        record_update(self.events, update)
+
+    def load(self, events: list[dict[str, Any]]) -> None:
+        """Take back a stored log (in place: the session's bridge records into this same log)."""
+        self.events[:] = [dict(event) for event in events]
+
+    def replayed(self, *, compaction: bool) -> Iterator[dict[str, Any]]:
+        return replayed(self.events, compaction=compaction)
+
+    def repair(self) -> tuple[int, int]:
+        """After the agent stopped mid-call: (tool calls, compactions) still shown running, now failed."""
+        return fail_open_calls(self.events), fail_open_compactions(self.events)
+
+    def copy(self) -> list[dict[str, Any]]:
+        """The events as a save writes them (copied, so a save in a worker thread never sees them change)."""
+        return [dict(event) for event in self.events]

@@ -1,7 +1,7 @@
 """The seam between sessions and whatever answers their prompts: the `TurnRunner` protocol.
 
 A runner gets the session and the prompt's content blocks, streams its progress to the client through
-`session.client`, and returns the turn's stop reason. Cancellation arrives as anyio cancellation of the
+`session.services.bridge`, and returns the turn's stop reason. Cancellation arrives as anyio cancellation of the
 task running the turn; the session turns that into the `cancelled` stop reason, so a runner only has to
 clean up (in `finally` blocks, shielded where it must still talk to the client).
 """

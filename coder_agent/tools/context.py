@@ -25,9 +25,9 @@ from coder_agent.checkpoints import CheckpointError
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
-from coder_agent.protocol.schema import SessionUpdate
+from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
 from coder_agent.session.bridge import CommandResult
-from coder_agent.session.session import Session
+from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
@@ -51,16 +51,17 @@ class FileText:
 
 
 class ToolContext:
-    """One tool call's view of its session."""
+    """One tool call's view of its turn."""
 
-    def __init__(self, session: Session, progress: Progress, call_id: str | None = None) -> None:
-        self.session = session
+    def __init__(self, turn: TurnContext, progress: Progress, call_id: str | None = None) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
-        self.cwd = session.cwd
-        self.roots = session.roots
-        self.policy: PermissionPolicy = session.permissions
-        self._bridge = session.client
+        self.cwd = turn.cwd
+        self.roots = list(turn.roots)
+        self.policy: PermissionPolicy = turn.policy
+        self._files = turn.files
+        self._checkpoints = turn.checkpoints
+        self._bridge = turn.bridge
         self._progress = progress
         self._shown: list[ToolCallContent] = []
 
@@ -114,11 +115,11 @@ class ToolContext:
 
     def remember(self, path: Path, text: str) -> None:
         """The text the model has now seen of a file (after a whole read or its own write)."""
-        self.session.file_hashes[str(path)] = content_hash(text)
+        self._files.remember(path, content_hash(text))
 
     def check_fresh(self, path: Path, text: str, verb: str) -> None:
         """Refuse to change a file the model has not read, or that changed since it did."""
-        known = self.session.file_hashes.get(str(path))
+        known = self._files.known(path)
         if known is None:
             raise ToolError(f"Read {path} with read_file before you {verb} it.")
         if known != content_hash(text):
@@ -134,7 +135,7 @@ class ToolContext:
         current = await self.read_whole(path, "write", place.real) if await self.exists(path) else None
         if current != old:
             raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
-        checkpoints = self.session.checkpoints
+        checkpoints = self._checkpoints
         try:
             await checkpoints.before_change(path, old)
         except CheckpointError as exc:
@@ -182,6 +183,10 @@ class ToolContext:
     async def update(self, update: SessionUpdate) -> None:
         """Send a session update of the tool's own (a plan)."""
         await self._bridge.update(update)
+
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        """Tell the user something live (a retry of a model call)."""
+        await self._bridge.notice(severity, title, description)
 
     async def ask(self, question: Question) -> Answer:
         """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""

@@ -8,15 +8,15 @@ what prepare found: locations, the diff or the whole command) → the permission
 Every update carries the call's status and only what changed. Every failure is a result: the user reads a short
 sentence, the model may read more (why, and what to do instead); an unexpected error in a tool is logged
 and becomes a failed result too. A call the user cancelled is not marked failed on the wire (the editor
-marks it itself) but is recorded as failed for replay. The values of model keys are redacted from
-everything shown, stored or returned.
+marks it itself) but is recorded as failed for replay. Everything shown goes through the session's
+redacting bridge; what the model reads back is redacted here (`ToolResult` output), its one boundary.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 
@@ -24,19 +24,16 @@ from coder_agent import secrets
 from coder_agent.errors import CallFailed
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, offer
-from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolKind
+from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.replay import replace_content
-from coder_agent.session.session import Session
+from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.registry import session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
-
-_U = TypeVar("_U", ToolCallStart, ToolCallUpdate)
 
 REJECTED_FOR_MODEL = (
     "The user rejected this call. Do not retry it; ask the user what they want instead, or take another approach."
@@ -46,14 +43,14 @@ REJECTED_FOR_MODEL = (
 class ToolExecutor:
     """The `ToolSet` of a session's turns: its tools, shown and permitted through the session's bridge."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
 
     def specs(self) -> list[dict[str, Any]]:
-        return session_specs(self.session)
+        return session_specs(self.ctx.mcp)
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
-        tools = session_tools(self.session)
+        tools = session_tools(self.ctx.mcp)
         tool = tools.get(call.name)
         if tool is not None and not tool.announced:
             return await self._run_quietly(tool, call)
@@ -64,7 +61,7 @@ class ToolExecutor:
         return await self._run_shown({tool.name: tool}, tool, call)
 
     async def _run_shown(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest) -> ToolResult:
-        shown = _Call(self.session, call.id)
+        shown = _Call(self.ctx, call.id)
         try:
             result = await self._run(tools, tool, call, shown)
         except anyio.get_cancelled_exc_class():
@@ -86,7 +83,7 @@ class ToolExecutor:
         except CallFailed as exc:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
-        ctx = ToolContext(self.session, lambda content: shown.update(content=content), call.id)
+        ctx = ToolContext(self.ctx, lambda content: shown.update(content=content), call.id)
         try:
             prepared = await tool.prepare(params, ctx)
         except CallFailed as exc:
@@ -106,14 +103,15 @@ class ToolExecutor:
         except Exception as exc:  # a tool's own bug or an unforeseen failure: the model reads it, the turn goes on
             log.exception("tool %s failed", tool.name)
             return await shown.fail(f"The tool failed unexpectedly: {exc}", "The tool failed unexpectedly.")
-        await shown.update(status="failed" if outcome.failed else "completed", content=outcome.display or None)
-        if outcome.replay is not None:
-            replace_content(self.session.events, call.id, secrets.redact_data([c.wire() for c in outcome.replay]))
+        status: ToolCallStatus = "failed" if outcome.failed else "completed"
+        await shown.update(status=status, content=outcome.display or None)
+        if outcome.replay is not None:  # what a reloaded session shows instead (a terminal is gone by then)
+            self.ctx.bridge.record(ToolCallUpdate(tool_call_id=call.id, status=status, content=outcome.replay))
         return ToolResult(outcome.output, failed=outcome.failed, ends_turn=outcome.ends_turn)
 
     async def _run_quietly(self, tool: Tool, call: ToolCallRequest) -> ToolResult:
         """A tool that shows itself its own way (the plan): no tool call on the wire, no permission asked."""
-        ctx = ToolContext(self.session, _nothing)
+        ctx = ToolContext(self.ctx, _nothing)
         try:
             prepared = await tool.prepare(tool.parse(call.arguments), ctx)
             outcome = await prepared.run()
@@ -127,7 +125,7 @@ class ToolExecutor:
         The request shows the whole call: its full arguments (`rawInput`), the preview (the diff, the whole
         command line), and why it asks when the reason is not simply the mode.
         """
-        policy = self.session.permissions
+        policy = self.ctx.policy
         action = prepared.action
         verdict = policy.decide(action)
         if verdict.decision == "allow":
@@ -150,7 +148,7 @@ class ToolExecutor:
         offered = offer(policy, action)
         choices = offered.choices()
         try:
-            answer = await self.session.client.request_permission(_redacted(request), choices)
+            answer = await self.ctx.bridge.request_permission(request, choices)
         except BridgeError as exc:
             return str(exc), str(exc)
         if answer is None:
@@ -165,25 +163,25 @@ class ToolExecutor:
         return None
 
     async def _remember(self, rules: Any, *, allow: bool) -> None:
-        added = self.session.permissions.remember(rules, allow=allow)
+        added = self.ctx.policy.remember(rules, allow=allow)
         if not added:
             return
         listed = ", ".join(f"`{rule}`" for rule in added)
         section = "allow" if allow else "deny"
-        log.info("session %s remembers %s (%s)", self.session.id, listed, section)
+        log.info("session %s remembers %s (%s)", self.ctx.session_id, listed, section)
         quoted = ", ".join(json.dumps(str(rule)) for rule in added)
         text = (
             f"\n\n_Remembered for this session: {section} {listed}. To keep it, add "
             f"`{quoted}` to `permissions.{section}` in your coder-agent config._\n\n"
         )
-        await self.session.client.update(AgentMessageChunk(content=TextContent(text=secrets.redact(text))))
+        await self.ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text)))
 
 
 class _Call:
     """What the client has been shown of one call, so each update carries only what changed."""
 
-    def __init__(self, session: Session, call_id: str) -> None:
-        self.client = session.client
+    def __init__(self, ctx: TurnContext, call_id: str) -> None:
+        self.client = ctx.bridge
         self.call_id = call_id
         self.sent: dict[str, Any] = {}
 
@@ -197,7 +195,6 @@ class _Call:
         locations: list[ToolCallLocation] | None = None,
         content: list[ToolCallContent] | None = None,
     ) -> None:
-        title, raw_input = secrets.redact(title), secrets.redact_data(raw_input)
         start = ToolCallStart(
             tool_call_id=self.call_id,
             title=title,
@@ -209,7 +206,7 @@ class _Call:
             content=content or None,
         )
         self.sent = {"status": "pending", "content": content or None}
-        await self.client.update(_redacted(start))
+        await self.client.update(start)
 
     async def update(self, **fields: Any) -> None:
         """Send what changed, always with the call's status (clients render a status-less update poorly)."""
@@ -218,7 +215,7 @@ class _Call:
             return
         self.sent.update(changed)
         status = self.sent["status"]
-        await self.client.update(_redacted(ToolCallUpdate(tool_call_id=self.call_id, **{"status": status, **changed})))
+        await self.client.update(ToolCallUpdate(tool_call_id=self.call_id, **{"status": status, **changed}))
 
     async def fail(self, for_model: str, for_user: str) -> ToolResult:
         with anyio.CancelScope(shield=True):
@@ -234,13 +231,6 @@ class _Call:
 
 async def _nothing(content: list[ToolCallContent]) -> None:
     return None
-
-
-def _redacted(update: _U) -> _U:
-    """The update with key values redacted from every text it carries (a no-op when no key is set)."""
-    if not secrets.secret_values():
-        return update
-    return type(update).model_validate(secrets.redact_data(update.model_dump(by_alias=True, exclude_none=True)))
 
 
 def _raw_input(arguments: str) -> Any:

@@ -8,9 +8,8 @@ one module plus its description in `prompts/tools/<name>.md`, and one line in `B
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coder_agent.session.session import Session
 from coder_agent.tools.ask_user import AskUser
 from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
@@ -22,6 +21,9 @@ from coder_agent.tools.run_command import RunCommand
 from coder_agent.tools.tool import BuiltinTool, Tool
 from coder_agent.tools.update_plan import UpdatePlan
 from coder_agent.tools.write_file import WriteFile
+
+if TYPE_CHECKING:
+    from coder_agent.mcp.hub import McpHub
 
 BUILTIN: tuple[BuiltinTool, ...] = (
     ReadFile(),
@@ -43,11 +45,10 @@ def builtin_specs() -> tuple[dict[str, Any], ...]:
     return tuple(tool.spec() for tool in BUILTIN)
 
 
-def session_tools(session: Session) -> dict[str, Tool]:
-    """The session's tools by name: the built-in ones, then the MCP servers' (asked each time: their list can
+def session_tools(hub: McpHub | None) -> dict[str, Tool]:
+    """The session's tools by name: the built-in ones, then its MCP servers' (asked each time: their list can
     change)."""
     tools: dict[str, Tool] = {tool.name: tool for tool in BUILTIN}
-    hub = session.mcp_hub
     if hub is not None:
         for tool in sorted(hub.tools(), key=lambda t: t.qualified_name):
             if tool.qualified_name not in tools:
@@ -55,10 +56,9 @@ def session_tools(session: Session) -> dict[str, Tool]:
     return tools
 
 
-def session_specs(session: Session) -> list[dict[str, Any]]:
+def session_specs(hub: McpHub | None) -> list[dict[str, Any]]:
     """The schemas the model gets, in a stable order."""
     specs = list(builtin_specs())
-    hub = session.mcp_hub
     if hub is not None:
         tools = sorted(hub.tools(), key=lambda t: t.qualified_name)
         specs += [McpToolCall(t, hub).spec() for t in tools if t.qualified_name not in BUILTIN_NAMES]

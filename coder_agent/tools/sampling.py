@@ -4,7 +4,7 @@ It is not a tool the model has; the executor runs it like one (`ToolExecutor.run
 tool call naming the server, with the messages it sends, and goes through the permission policy as the tool
 `sampling/<server>`: it asks (an "always" is remembered per server), full-auto allows it, read-only mode
 refuses it, and rules can name it (`other:sampling/github`). The model gets the server's messages and system
-prompt only, never the session's conversation; the completion's cost joins the session's.
+prompt only, never the session's conversation; the completion is billed to the session (its model is metered).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import re
 from typing import Any
 
 from coder_agent.mcp.types import McpSampled, McpSampling
-from coder_agent.model.base import Model, ModelError, StreamSink
+from coder_agent.model.base import Model, ModelError, StreamSink, settled
 from coder_agent.permissions import Action
 from coder_agent.permissions.always import SAMPLING_PREFIX
 from coder_agent.protocol.content import ToolCallContent, ToolKind
-from coder_agent.protocol.schema import Cost, UsageUpdate
 from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
 
@@ -74,7 +73,7 @@ class SamplingRequest:
                 turn = await self.model.stream([*system, *params.messages], (), sink)
             except ModelError as exc:
                 raise ToolError(f"The model call failed: {exc}") from None
-            await _add_cost(ctx, self.model, turn.cost)
+            await settled(turn)  # the model is the session's, metered: the call's bill is counted there
             stop = "maxTokens" if turn.finish_reason == "length" else "endTurn"
             self.sampled = McpSampled(turn.text, self.model.name, stop)
             return Outcome(f"Answered ({len(turn.text)} characters).", [text_content(turn.text or "(empty)")])
@@ -89,18 +88,7 @@ async def _ignore(_: str) -> None:
 
 
 async def _retrying(ctx: ToolContext, note: str) -> None:
-    await ctx.session.client.notice("warning", "The model call failed; retrying", note)
-
-
-async def _add_cost(ctx: ToolContext, model: Model, cost: float | None) -> None:
-    if not cost:
-        return
-    conversation = ctx.session.conversation
-    conversation.cost += cost
-    size = await model.context_window()
-    await ctx.update(
-        UsageUpdate(used=conversation.context_tokens, size=size, cost=Cost(amount=round(conversation.cost, 6)))
-    )
+    await ctx.notice("warning", "The model call failed; retrying", note)
 
 
 def _transcript(request: McpSampling) -> str:

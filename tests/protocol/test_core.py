@@ -26,7 +26,7 @@ class BlockingRunner(EchoTurnRunner):
 
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         self.started += 1
-        await session.client.update(AgentMessageChunk(content=TextContent(text=f"started {self.started}")))
+        await session.services.bridge.update(AgentMessageChunk(content=TextContent(text=f"started {self.started}")))
         await self.release.wait()
         return "end_turn"
 

@@ -100,8 +100,8 @@ def client_hub_statuses(client: Any, session: str) -> list[Any]:
     from coder_agent.session import Session
 
     for obj in gc.get_objects():
-        if isinstance(obj, Session) and obj.id == session and obj.mcp_hub is not None:
-            return obj.mcp_hub.statuses()
+        if isinstance(obj, Session) and obj.id == session and obj.services.mcp is not None:
+            return obj.services.mcp.statuses()
     return []
 
 

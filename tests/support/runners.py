@@ -26,5 +26,5 @@ class EchoTurnRunner:
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         texts = [block.text for block in prompt if isinstance(block, TextContent)]
         reply = "coder-agent received: " + (" ".join(texts) or f"{len(prompt)} content block(s)")
-        await session.client.update(AgentMessageChunk(content=TextContent(text=reply)))
+        await session.services.bridge.update(AgentMessageChunk(content=TextContent(text=reply)))
         return "end_turn"

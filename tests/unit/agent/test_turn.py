@@ -192,3 +192,23 @@ async def test_a_session_is_titled_after_its_first_prompt(tmp_path: Path) -> Non
     assert len(titles) == 1
     assert titles[0].startswith("Fix the flaky test in the parser")
     assert len(titles[0]) <= 60
+
+
+async def test_every_model_call_is_billed_once_even_when_its_report_comes_late(tmp_path: Path) -> None:
+    """The turn's calls, a compaction's summary and the next turn's call, each with its usage after its answer
+    (as litellm's streams have it): all of their cost is the session's, each counted once."""
+    model = ScriptedModel(
+        [
+            Reply("Answer one.", usage=Usage(850, 50), cost=0.25, late_bill=True),
+            Reply("SUMMARY", usage=Usage(400, 20), cost=0.125, late_bill=True),  # the compaction's summary
+            Reply("Answer two.", usage=Usage(300, 10), cost=0.0625, late_bill=True),
+        ],
+        window=1000,
+    )
+    async with scripted_agent(tmp_path, model) as (client, session, _):
+        await client.prompt(session, "one")
+        await client.prompt(session, "two")
+        await client.prompt(session, "/context")
+    assert "$0.4375" in client.agent_text(session)
+    costs = [u["cost"]["amount"] for u in client.session_updates(session, "usage_update") if u.get("cost")]
+    assert costs[-1] == 0.4375

@@ -1,0 +1,89 @@
+"""`MeteredModel`: a session's model with its bill — the one place model spending is counted and reported.
+
+Every model call of a session goes through one: the turn's, a compaction's summary, an MCP server's sampling
+request (and a sub-agent's). When the call's usage report is in (at once, or when the provider's closing part
+arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending`, the conversation's
+context size is taken from it if the call was the conversation's own and still its latest, and the client
+gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`).
+
+A turn awaits a pending report in the background (see `agent.turn`), a compaction or a sampling request right
+away (`model.base.settled`): either way the report is counted here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from coder_agent.model.base import Message, Model, ModelTurn, Spend, StreamSink
+from coder_agent.protocol.schema import Cost, UsageUpdate
+from coder_agent.session.turn_context import TurnContext
+
+log = logging.getLogger(__name__)
+
+USAGE_META = "coder-agent"
+"""The `_meta` key of `usage_update` carrying the last call's tokens (input, cached input, cache writes, output)."""
+
+
+class MeteredModel:
+    """A `Model` whose calls are billed to a turn context's session; `measures` says whether its calls are the
+    conversation's own (their usage is the context's size)."""
+
+    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True) -> None:
+        self.model = model
+        self.ctx = ctx
+        self.measures = measures
+        self.name = model.name
+
+    def side_calls(self) -> MeteredModel:
+        """The same model and bill for calls that are not the conversation's (a compaction's summary)."""
+        return MeteredModel(self.model, self.ctx, measures=False)
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
+        """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
+        number = self.ctx.conversation.next_call() if self.measures else None
+        turn = await self.model.stream(messages, tools, sink)
+        pending = turn.settle
+        if pending is None:
+            await self._count(Spend(turn.usage, turn.cost), number)
+            return turn
+
+        async def settle() -> Spend:
+            spend = await pending()
+            await self._count(spend, number)
+            return spend
+
+        return dataclasses.replace(turn, settle=settle)
+
+    async def complete(self, messages: Sequence[Message]) -> str:
+        return await self.model.complete(messages)
+
+    async def context_window(self) -> int:
+        return await self.model.context_window()
+
+    async def accepts_images(self) -> bool | None:
+        return await self.model.accepts_images()
+
+    async def _count(self, spend: Spend, number: int | None) -> None:
+        """Add a call's spend to the session and tell the client."""
+        usage, ctx = spend.usage, self.ctx
+        ctx.spending.add(spend.cost, usage.prompt_tokens, usage.cached_tokens)
+        if number is not None and not ctx.conversation.measure(number, usage.total_tokens):
+            return  # a later call, a compaction or a /clear came first: this size is out of date
+        spending = ctx.spending
+        update = UsageUpdate(
+            used=ctx.conversation.context_tokens,
+            size=await self.model.context_window(),
+            cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
+        )
+        update.meta = {
+            USAGE_META: {
+                "inputTokens": usage.prompt_tokens,
+                "cachedInputTokens": usage.cached_tokens,
+                "cacheWriteTokens": usage.cache_write_tokens,
+                "outputTokens": usage.completion_tokens,
+            }
+        }
+        await ctx.bridge.update(update)

@@ -1,0 +1,70 @@
+"""`RedactingBridge`: the one wrapper every session's bridge is used through — what leaves the session is
+redacted here, once, and what a client is shown is recorded here in the replay log.
+
+The values of model keys (`secrets`) are taken out of every update, notice, permission request (the call and
+the labels of its choices) and question before the bridge underneath sees it, so neither the editor, nor
+`coder-agent run`'s output, nor the replay log (and so the store) can carry one. The manager wraps the bridge
+once, where the session opens; nothing else in the agent redacts what it shows. Files and commands pass
+through unchanged: a command must run as the model wrote it, and a file holds what it holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from coder_agent import secrets
+from coder_agent.permissions import Choice, ChoiceKind
+from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
+from coder_agent.session.replay import ReplayLog
+from coder_agent.session.user_questions import Answer, Question
+
+
+class RedactingBridge:
+    """A session's `ClientBridge`, redacted, with its replay log."""
+
+    def __init__(self, inner: ClientBridge, replay: ReplayLog) -> None:
+        self.inner = inner
+        self.replay = replay
+
+    @property
+    def supports_compaction_updates(self) -> bool:
+        return self.inner.supports_compaction_updates
+
+    async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
+        """Show one update (`live_only`: not replayed by `session/load`)."""
+        update = secrets.redact_model(update)
+        if not live_only:
+            self.replay.record(update.wire())
+        await self.inner.update(update, live_only=live_only)
+
+    def record(self, update: SessionUpdate) -> None:
+        """Put an update in the replay log without showing it (the client already shows it its own way)."""
+        self.replay.record(secrets.redact_model(update).wire())
+
+    async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
+        described = secrets.redact(description) if description is not None else None
+        await self.inner.notice(severity, secrets.redact(title), described)
+
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+        shown = [dataclasses.replace(choice, label=secrets.redact(choice.label)) for choice in choices]
+        return await self.inner.request_permission(secrets.redact_model(call), shown)
+
+    async def ask(self, question: Question) -> Answer:
+        return await self.inner.ask(dataclasses.replace(question, message=secrets.redact(question.message)))
+
+    async def url_done(self, elicitation_id: str) -> None:
+        await self.inner.url_done(elicitation_id)
+
+    async def read_text_file(
+        self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
+    ) -> str:
+        return await self.inner.read_text_file(path, line=line, limit=limit, real=real)
+
+    async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
+        await self.inner.write_text_file(path, content, real=real)
+
+    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
+        return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show)

@@ -1,0 +1,56 @@
+"""`SessionServices`: what a session runs on while it is open — its bridge to the client, its background tasks
+and saves, its MCP servers, its memory of the files the model saw — none of it stored.
+
+The session manager (`agent.manager`) composes them when the session opens and is the one writer of these
+fields; `aclose` ends what they hold when the session closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from anyio.abc import TaskGroup
+
+from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.redacting_bridge import RedactingBridge
+from coder_agent.session.saver import Saver
+
+if TYPE_CHECKING:
+    from coder_agent.mcp.hub import McpHub
+    from coder_agent.mcp.types import McpPromptInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class SessionServices:
+    """One open session's live parts."""
+
+    bridge: RedactingBridge
+    """The client, as everything in the agent talks to it (redacted, recorded for replay)."""
+    tasks: TaskGroup
+    """A long-lived task group for what the session runs in the background (saves, MCP connections)."""
+    saver: Saver = field(default_factory=Saver)
+    """Saves the session; the manager binds it to the store (a session without a store is never saved)."""
+    files: FileMemory = field(default_factory=FileMemory)
+    """What the model last saw of each file, to refuse edits of stale text."""
+    mcp: McpHub | None = None
+    """The session's MCP servers; None when the client gave none."""
+    mcp_prompts: list[McpPromptInfo] = field(default_factory=list)
+    """Their prompts, offered as slash commands."""
+    notices: list[tuple[str, str]] = field(default_factory=list)
+    """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What to close with the session (MCP servers)."""
+
+    async def aclose(self, session_id: str) -> None:
+        """Close what the session holds (each closer once, a failing one logged)."""
+        closers, self.closers = self.closers, []
+        for close in closers:
+            try:
+                await close()
+            except Exception:
+                log.exception("session %s: closing a resource failed", session_id)

@@ -1,0 +1,57 @@
+"""`TurnContext`: what one turn works with, fixed when it starts — handed to the turn, the tool executor and
+each tool call's context instead of the whole session.
+
+The references are fixed; some of what they lead to is live on purpose: the permission policy (a mode switch or
+an "always" answer in the middle of a turn holds for the next call), the conversation the turn writes, and the
+session's spending. The config is the one the turn started with (a `/model` switch takes effect from the next
+turn). A child context (a sub-agent's) is the same shape with its own parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anyio.abc import TaskGroup
+
+from coder_agent.checkpoints import Checkpoints
+from coder_agent.config import Config
+from coder_agent.permissions import PermissionPolicy
+from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.redacting_bridge import RedactingBridge
+
+if TYPE_CHECKING:
+    from coder_agent.mcp.hub import McpHub
+
+Job = Callable[[], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True, eq=False)
+class TurnContext:
+    """One turn's view of its session."""
+
+    session_id: str
+    cwd: Path
+    roots: tuple[Path, ...]
+    """Where tools may work without asking: cwd first, then the additional directories."""
+    config: Config
+    policy: PermissionPolicy
+    bridge: RedactingBridge
+    files: FileMemory
+    checkpoints: Checkpoints
+    conversation: Conversation
+    spending: Spending
+    mcp: McpHub | None
+    tasks: TaskGroup
+    """For what runs beside the turn (a usage report on its way)."""
+    save_soon: Callable[[], None]
+    """Ask for a save of the session, in the background."""
+    after_response: Callable[[Job], None]
+    """Run a job once the prompt's response is written (a turn's bill, its last save)."""
+
+    @property
+    def additional_directories(self) -> tuple[Path, ...]:
+        return self.roots[1:]
