@@ -43,8 +43,8 @@ class MeteredModel:
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
         """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
-        number = self.ctx.conversation.next_call() if self.measures else None
         turn = await self.model.stream(messages, tools, sink)
+        number = self.ctx.conversation.next_call() if self.measures else None  # numbered as its answer completes
         pending = turn.settle
         if pending is None:
             await self._count(Spend(turn.usage, turn.cost), number)

@@ -37,21 +37,26 @@ class Call:
     arguments: dict[str, Any] | str = field(default_factory=dict)
     id: str | None = None
 
+    def arguments_json(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
     def request(self) -> ToolCallRequest:
-        arguments = self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
-        return ToolCallRequest(id=self.id or f"call_{uuid.uuid4().hex[:12]}", name=self.name, arguments=arguments)
+        return ToolCallRequest(id=self.id or f"call_{uuid.uuid4().hex[:12]}", name=self.name, arguments=self.arguments_json())
 
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer."""
+    """One scripted answer: what the model says (`text`), thinks (`thought`) and calls (`calls`), why it stopped,
+    what it used. The fake OpenAI-compatible server of the tests takes the same vocabulary
+    (`tests.support.fake_llm.Reply` adds how it is delivered over HTTP)."""
 
     text: str = ""
     calls: Sequence[Call] = ()
     thought: str = ""
     finish_reason: FinishReason | None = None
     """Default: `tool_calls` when there are calls, else `stop`."""
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None
+    """None: no usage (the fake server estimates one from the text)."""
     cost: float | None = None
     chunk_size: int = 0
     """Stream the text in pieces of this many characters (0: one piece)."""
@@ -158,10 +163,10 @@ def _turn(reply: Reply) -> ModelTurn:
         ]
     finish = reply.finish_reason or ("tool_calls" if calls else "stop")
     if not reply.late_bill:
-        return ModelTurn(message, reply.text, calls, finish, reply.usage, reply.cost)
+        return ModelTurn(message, reply.text, calls, finish, reply.usage or Usage(), reply.cost)
 
     async def settle() -> Spend:
         await anyio.lowlevel.checkpoint()
-        return Spend(reply.usage, reply.cost)
+        return Spend(reply.usage or Usage(), reply.cost)
 
     return ModelTurn(message, reply.text, calls, finish, Usage(), None, settle)

@@ -76,7 +76,7 @@ class Conversation:
     # ---- measuring ------------------------------------------------------------------------------
 
     def next_call(self) -> int:
-        """A model call of this conversation starts; its number, for `measure`."""
+        """A model call of this conversation has answered; its number, for `measure`."""
         self.calls += 1
         return self.calls
 

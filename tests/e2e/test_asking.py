@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.asker import FakeAsker, accept, elicitation_capabilities
 from tests.support.editor import FakeEditor
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -38,10 +38,10 @@ async def test_the_model_and_an_mcp_server_ask_the_user_and_the_server_samples_t
     question = {"question": "Which database?", "options": ["PostgreSQL", "SQLite"]}
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("ask_user", question, id="q1")]),
-            Reply(tool_calls=[ToolCall("mcp__asker__ask_form", {}, id="f1")]),
-            Reply(tool_calls=[ToolCall("mcp__asker__sign_in", {}, id="u1")]),
-            Reply(tool_calls=[ToolCall("mcp__asker__summarize", {"text": "a long story"}, id="s1")]),
+            Reply(calls=[Call("ask_user", question, id="q1")]),
+            Reply(calls=[Call("mcp__asker__ask_form", {}, id="f1")]),
+            Reply(calls=[Call("mcp__asker__sign_in", {}, id="u1")]),
+            Reply(calls=[Call("mcp__asker__summarize", {"text": "a long story"}, id="s1")]),
             Reply("A short story."),  # the server's sampling request
             Reply("All done."),
         ]

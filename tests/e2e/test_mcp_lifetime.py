@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from tests.support.editor import FakeEditor
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -55,7 +55,7 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 async def test_mcp_servers_end_with_the_agent(tmp_path: Path, fake_llm: FakeLLM, how: str) -> None:
-    fake_llm.script([Reply(tool_calls=[ToolCall("mcp__tools__peek", {})]), Reply("peeked")])
+    fake_llm.script([Reply(calls=[Call("mcp__tools__peek", {})]), Reply("peeked")])
     server = {
         "name": "tools",
         "command": sys.executable,
@@ -88,7 +88,7 @@ async def test_a_sigkilled_agent_takes_its_command_and_mcp_servers_with_it(tmp_p
     started = tmp_path / "command.pids"
     # A local command (the editor has no terminal) that leaves a child in the background and then blocks.
     command = f"sleep 300 & echo $$ $! > {started}.tmp && mv {started}.tmp {started}; sleep 300"
-    fake_llm.script([Reply(tool_calls=[ToolCall("run_command", {"command": command})]), Reply("never reached")])
+    fake_llm.script([Reply(calls=[Call("run_command", {"command": command})]), Reply("never reached")])
     stubborn = {  # ignores stdin EOF and SIGTERM, and has a child of its own (tests/support/mcp_servers/crashy.py)
         "name": "stubborn",
         "command": sys.executable,

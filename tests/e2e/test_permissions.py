@@ -24,15 +24,15 @@ import pytest
 
 from tests.support.acp_client import FakeClient
 from tests.support.editor import FakeEditor
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TURN = 90.0
 
 
-def calls(*tool_calls: ToolCall) -> list[Reply]:
-    return [Reply(tool_calls=[call]) for call in tool_calls] + [Reply("Done.")]
+def calls(*tool_calls: Call) -> list[Reply]:
+    return [Reply(calls=[call]) for call in tool_calls] + [Reply("Done.")]
 
 
 def tool_results(llm: FakeLLM) -> list[str]:
@@ -74,21 +74,21 @@ async def test_containment_always_rules_fetch_and_long_commands_in_one_agent(tmp
     fake_llm.script(
         [
             *calls(  # containment after "always allow edits"
-                ToolCall("write_file", {"path": "ok.txt", "content": "ok\n"}),
-                ToolCall("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
-                ToolCall("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
-                ToolCall("write_file", {"path": "link/sym.txt", "content": "pwned"}),
+                Call("write_file", {"path": "ok.txt", "content": "ok\n"}),
+                Call("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
+                Call("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
+                Call("write_file", {"path": "link/sym.txt", "content": "pwned"}),
             ),
             *calls(  # "always" is no broader than what was shown
-                ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
-                ToolCall("run_command", {"command": 'python3 -c \'open("pwned", "w")\''}),
-                ToolCall("run_command", {"command": "env FOO=1 true"}),
-                ToolCall("run_command", {"command": "env FOO=1 touch pwned"}),
-                ToolCall("run_command", {"command": "git diff"}),
-                ToolCall("run_command", {"command": "git diff --output=pwned"}),
+                Call("run_command", {"command": "python3 -c 'print(1)'"}),
+                Call("run_command", {"command": 'python3 -c \'open("pwned", "w")\''}),
+                Call("run_command", {"command": "env FOO=1 true"}),
+                Call("run_command", {"command": "env FOO=1 touch pwned"}),
+                Call("run_command", {"command": "git diff"}),
+                Call("run_command", {"command": "git diff --output=pwned"}),
             ),
-            *calls(ToolCall("run_command", {"command": long_command})),  # the whole command is shown
-            *calls(ToolCall("fetch", {"url": f"{base}/page"}), ToolCall("fetch", {"url": f"{base}/away"})),
+            *calls(Call("run_command", {"command": long_command})),  # the whole command is shown
+            *calls(Call("fetch", {"url": f"{base}/page"}), Call("fetch", {"url": f"{base}/away"})),
         ]
     )
     try:
@@ -161,7 +161,7 @@ def serve_local_pages() -> tuple[http.server.ThreadingHTTPServer, list[str]]:
 async def test_a_deny_rule_cannot_be_bypassed_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
     disguises = ["true && rm f1", "/bin/rm f2", "\\rm f3", "command rm f4", "X=1 rm f5", "ls f6 | xargs rm",
                  "find . -name f7 -delete", "(rm f8)", "bash -c 'rm f9'", "env rm f10", "echo $(rm f11)"]  # fmt: skip
-    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    fake_llm.script(calls(*(Call("run_command", {"command": c}) for c in disguises)))
     config = 'default_mode = "full-auto"\n[permissions]\ndeny = ["execute:rm"]\n'
     async with agent(tmp_path, fake_llm, config) as (client, editor, session, work):
         for i in range(1, 12):
@@ -178,7 +178,7 @@ async def test_full_auto_asks_before_a_command_changes_files_outside(tmp_path: P
     (outside / "victim").write_text("keep\n")
     commands = ["cd .. && echo pwned > outside/new.txt", "rm -rf ../outside/victim", "cp /etc/hostname ../outside/",
                 "mv ../outside/victim here", "touch inside.txt && rm inside.txt"]  # fmt: skip
-    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in commands)))
+    fake_llm.script(calls(*(Call("run_command", {"command": c}) for c in commands)))
     async with agent(tmp_path, fake_llm, 'default_mode = "full-auto"\n', terminal=False) as (
         client,
         editor,
@@ -196,7 +196,7 @@ async def test_the_adversarial_passs_bypasses_of_a_deny_rule_do_not_run(tmp_path
     disguises = ["r\\\nm f1", "trap -- 'rm f2' EXIT", "printf 'a\\n' > list; mapfile -C 'rm f3' -c 1 < list",
                  "strace rm f4", "git -c alias.x='!rm f5' x", "cat <<EOF\n`rm f6`\nEOF",
                  "source /dev/stdin <<< 'rm f7'", "echo f8 | xargs env rm"]  # fmt: skip
-    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    fake_llm.script(calls(*(Call("run_command", {"command": c}) for c in disguises)))
     config = 'default_mode = "full-auto"\n[permissions]\ndeny = ["execute:rm"]\n'
     async with agent(tmp_path, fake_llm, config, terminal=False) as (client, editor, session, work):
         for i in range(1, 9):
@@ -211,7 +211,7 @@ async def test_the_adversarial_passs_bypasses_of_a_deny_rule_do_not_run(tmp_path
 async def test_child_processes_never_see_a_provider_key(tmp_path: Path, fake_llm: FakeLLM) -> None:
     keys = {"OPENAI_API_KEY": "sk-e2e-openai-0001", "AZURE_API_KEY": "e2e-azure-0002", "COHERE_API_KEY":
             "e2e-cohere-0003", "HF_TOKEN": "hf_e2e_0004", "AWS_SECRET_ACCESS_KEY": "e2e-aws-0005"}  # fmt: skip
-    fake_llm.script(calls(ToolCall("run_command", {"command": "env; echo CHILD_DONE"})))
+    fake_llm.script(calls(Call("run_command", {"command": "env; echo CHILD_DONE"})))
     async with agent(tmp_path, fake_llm, 'default_mode = "full-auto"\n', env=keys, terminal=False) as (
         client,
         editor,
@@ -241,7 +241,7 @@ async def test_a_command_cannot_read_the_keys_from_the_agents_own_environment(
         pytest.skip("running as root without setpriv to drop capabilities")
     key = "sk-e2e-proc-environ-0123456789"
     command = "tr '\\0' '\\n' < /proc/$PPID/environ | rev; echo STATUS=${PIPESTATUS[0]}"
-    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    fake_llm.script(calls(Call("run_command", {"command": command})))
     config = 'default_mode = "full-auto"\n'
     async with agent(tmp_path, fake_llm, config, env={"OPENAI_API_KEY": key}, prefix=prefix, terminal=False) as (
         client,

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.support.editor import FakeEditor
-from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.support.spawn import poll_until, spawned_agent, stored_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -23,8 +23,8 @@ async def test_a_new_process_lists_reloads_and_undoes(tmp_path: Path, fake_llm: 
     (work / "main.py").write_text("print('hello')\n")
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("read_file", {"path": "main.py"})]),
-            Reply(tool_calls=[ToolCall("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
+            Reply(calls=[Call("read_file", {"path": "main.py"})]),
+            Reply(calls=[Call("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
             Reply("Changed the greeting."),
         ]
     )

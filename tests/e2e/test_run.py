@@ -16,7 +16,7 @@ from subprocess import PIPE
 import anyio
 import pytest
 
-from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.support.headless import RUN_WAIT, Ran, run_here
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
 
@@ -28,8 +28,8 @@ PLAN = {
     "entries": [{"content": "Read main.py", "status": "completed"}, {"content": "Say bye", "status": "in_progress"}]
 }
 EDIT_SCRIPT = [
-    Reply("Let me look.", tool_calls=[ToolCall("update_plan", PLAN), ToolCall("read_file", {"path": "main.py"})]),
-    Reply(tool_calls=[ToolCall("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
+    Reply("Let me look.", calls=[Call("update_plan", PLAN), Call("read_file", {"path": "main.py"})]),
+    Reply(calls=[Call("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
     Reply("Changed the greeting."),
 ]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.editor import FakeEditor
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -21,14 +21,10 @@ async def test_a_coding_turn_through_a_spawned_agent(tmp_path: Path, fake_llm: F
     plan = [{"content": "Fix add", "status": "in_progress"}, {"content": "Run the check", "status": "pending"}]
     fake_llm.script(
         [
-            Reply(
-                "I'll fix it.", reasoning="The sign is wrong.", tool_calls=[ToolCall("update_plan", {"entries": plan})]
-            ),
-            Reply(tool_calls=[ToolCall("read_file", {"path": "calc.py"})]),
-            Reply(
-                tool_calls=[ToolCall("edit_file", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]
-            ),
-            Reply(tool_calls=[ToolCall("run_command", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"})]),
+            Reply("I'll fix it.", thought="The sign is wrong.", calls=[Call("update_plan", {"entries": plan})]),
+            Reply(calls=[Call("read_file", {"path": "calc.py"})]),
+            Reply(calls=[Call("edit_file", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})]),
+            Reply(calls=[Call("run_command", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"})]),
             Reply("Fixed: `add` now returns 5 for 2 + 3.", chunk_size=6),
         ]
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply, Usage
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
@@ -23,7 +23,7 @@ async def test_commands_are_advertised_after_session_new(tmp_path: Path, fake_ll
 
 
 async def test_context_and_clear(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply("first answer", usage=(1500, 20)), Reply("after clear")])
+    fake_llm.script([Reply("first answer", usage=Usage(1500, 20)), Reply("after clear")])
     async with tool_agent(tmp_path, fake_llm, context_window=100_000) as (client, editor, session, work):
         await client.prompt(session, "hello")
         await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))  # sent after the answer
@@ -52,7 +52,7 @@ async def test_compact_command_summarises_with_a_focus(tmp_path: Path, fake_llm:
 
 
 async def test_permissions_lists_and_revokes_remembered_rules(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(tool_calls=[ToolCall("run_command", {"command": "git status --short"})]), Reply("ok")])
+    fake_llm.script([Reply(calls=[Call("run_command", {"command": "git status --short"})]), Reply("ok")])
     async with tool_agent(tmp_path, fake_llm, permissions={"deny": ["execute:rm"]}) as (client, editor, session, work):
         editor.permission_answers = ["allow_always"]
         await client.prompt(session, "status")
@@ -100,7 +100,7 @@ async def test_unknown_command_lists_the_commands(tmp_path: Path, fake_llm: Fake
 
 async def test_init_writes_agents_md_through_the_model(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
-        [Reply(tool_calls=[ToolCall("write_file", {"path": "AGENTS.md", "content": "# Agents\n"})]), Reply("Wrote it.")]
+        [Reply(calls=[Call("write_file", {"path": "AGENTS.md", "content": "# Agents\n"})]), Reply("Wrote it.")]
     )
     async with tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, editor, session, work):
         await client.prompt(session, "/init")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import FakeLLM, Fault, Reply
+from tests.support.fake_llm import FakeLLM, Fault, Reply, Usage
 from tests.support.llm_agent import llm_agent
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.add(Reply("Hello from the model.", reasoning="Thinking it over.", chunk_size=4, usage=(120, 7)))
+    fake_llm.add(Reply("Hello from the model.", thought="Thinking it over.", chunk_size=4, usage=Usage(120, 7)))
     async with llm_agent(tmp_path, fake_llm) as (client, session):
         assert await client.prompt(session, "Say hello") == "end_turn"
         await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))
@@ -50,7 +50,7 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
 async def test_the_prompt_response_does_not_wait_for_the_usage_report(tmp_path: Path, fake_llm: FakeLLM) -> None:
     gate = threading.Event()
     # chunks: role, "Done.", finish_reason, then the usage chunk (number 3), held until the gate opens
-    fake_llm.add(Reply("Done.", usage=(50, 2), gate=gate, stall_after=3))
+    fake_llm.add(Reply("Done.", usage=Usage(50, 2), gate=gate, stall_after=3))
     async with llm_agent(tmp_path, fake_llm) as (client, session):
         try:
             assert await client.prompt(session, "go") == "end_turn"

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.llm_agent import tool_agent
 from tests.support.mcp_servers.basic_http import serve_http
 
@@ -46,12 +46,12 @@ def alive(pid: int) -> bool:
 async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("mcp__local__echo", {"text": "hello over stdio"})]),
-            Reply(tool_calls=[ToolCall("mcp__web__add", {"a": 2, "b": 40})]),
-            Reply(tool_calls=[ToolCall("mcp__local__env_var", {"name": "MCP_TEST_SECRET"})]),
-            Reply(tool_calls=[ToolCall("mcp__local__image", {})]),
-            Reply(tool_calls=[ToolCall("mcp__local__peek", {})]),
-            Reply(tool_calls=[ToolCall("mcp__local__delete_everything", {})]),
+            Reply(calls=[Call("mcp__local__echo", {"text": "hello over stdio"})]),
+            Reply(calls=[Call("mcp__web__add", {"a": 2, "b": 40})]),
+            Reply(calls=[Call("mcp__local__env_var", {"name": "MCP_TEST_SECRET"})]),
+            Reply(calls=[Call("mcp__local__image", {})]),
+            Reply(calls=[Call("mcp__local__peek", {})]),
+            Reply(calls=[Call("mcp__local__delete_everything", {})]),
             Reply("All tools used."),
         ]
     )
@@ -106,7 +106,7 @@ def client_hub_statuses(client: Any, session: str) -> list[Any]:
 
 
 async def test_a_failing_server_is_reported_and_the_others_work(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(tool_calls=[ToolCall("mcp__ok__echo", {"text": "still fine"})]), Reply("done")])
+    fake_llm.script([Reply(calls=[Call("mcp__ok__echo", {"text": "still fine"})]), Reply("done")])
     async with tool_agent(tmp_path, fake_llm, open_session=False, mode="full-auto") as (client, editor, _, work):
         servers = [
             stdio_server("ok", "basic"),
@@ -130,8 +130,8 @@ async def test_a_server_that_crashes_mid_session_fails_the_call_then_reconnects(
 ) -> None:
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("mcp__flaky__die", {"code": 5})]),
-            Reply(tool_calls=[ToolCall("mcp__flaky__ok", {})]),
+            Reply(calls=[Call("mcp__flaky__die", {"code": 5})]),
+            Reply(calls=[Call("mcp__flaky__ok", {})]),
             Reply("recovered"),
         ]
     )

@@ -18,14 +18,14 @@ import pytest
 from coder_agent.store import SessionStore
 from coder_agent.visible import visible
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import FakeLLM, Fault, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
 
-def calls(*tool_calls: ToolCall) -> list[Reply]:
-    return [Reply(tool_calls=[call]) for call in tool_calls] + [Reply("Done.")]
+def calls(*tool_calls: Call) -> list[Reply]:
+    return [Reply(calls=[call]) for call in tool_calls] + [Reply("Done.")]
 
 
 def tool_results(llm: FakeLLM) -> list[str]:
@@ -41,11 +41,11 @@ async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path
     outside.mkdir()
     fake_llm.script(
         calls(
-            ToolCall("write_file", {"path": "notes.txt", "content": "ok\n"}),
-            ToolCall("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
-            ToolCall("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
-            ToolCall("write_file", {"path": "link/through-link.txt", "content": "pwned"}),
-            ToolCall("write_file", {"path": "src/link/under-src.txt", "content": "pwned"}),
+            Call("write_file", {"path": "notes.txt", "content": "ok\n"}),
+            Call("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
+            Call("write_file", {"path": "../outside/dotdot.txt", "content": "pwned"}),
+            Call("write_file", {"path": "link/through-link.txt", "content": "pwned"}),
+            Call("write_file", {"path": "src/link/under-src.txt", "content": "pwned"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -70,7 +70,7 @@ async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path
 async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Path, fake_llm: FakeLLM) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    fake_llm.script(calls(ToolCall("write_file", {"path": "sub/new.txt", "content": "x"})))
+    fake_llm.script(calls(Call("write_file", {"path": "sub/new.txt", "content": "x"})))
     async with tool_agent(tmp_path, fake_llm, fs=False) as (client, editor, session, work):
         (work / "sub").mkdir()
         editor.hold_permissions = True
@@ -96,10 +96,10 @@ async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_
     config = "[core]\n\tfsmonitor = touch pwned\n"
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": ".git/config"}),
-            ToolCall("write_file", {"path": ".git/config", "content": config}),
-            ToolCall("write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch pwned\n"}),
-            ToolCall("run_command", {"command": "git status"}),
+            Call("read_file", {"path": ".git/config"}),
+            Call("write_file", {"path": ".git/config", "content": config}),
+            Call("write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch pwned\n"}),
+            Call("run_command", {"command": "git status"}),
         )
     )
     allowed = {"allow": ["execute:git status"]}
@@ -126,11 +126,11 @@ async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Pat
     bad = "notes\x00.txt"
     fake_llm.script(
         calls(
-            ToolCall("write_file", {"path": bad, "content": "x"}),
-            ToolCall("read_file", {"path": bad}),
-            ToolCall("edit_file", {"path": bad, "old_string": "a", "new_string": "b"}),
-            ToolCall("grep", {"pattern": "x", "path": bad}),
-            ToolCall("glob", {"pattern": "*", "path": bad}),
+            Call("write_file", {"path": bad, "content": "x"}),
+            Call("read_file", {"path": bad}),
+            Call("edit_file", {"path": bad, "old_string": "a", "new_string": "b"}),
+            Call("grep", {"pattern": "x", "path": bad}),
+            Call("glob", {"pattern": "*", "path": bad}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
@@ -143,7 +143,7 @@ async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Pat
     disguises = ["true && rm f1", "echo; rm f2", "/bin/rm f3", "\\rm f4", "'rm' f5", "command rm f6",
                  "X=1 rm f7", "ls f8 | xargs rm", "find . -name f9 -delete", "(rm f10)", "bash -c 'rm f11'",
                  "sh -c \"rm f12\""]  # fmt: skip
-    fake_llm.script(calls(*(ToolCall("run_command", {"command": c}) for c in disguises)))
+    fake_llm.script(calls(*(Call("run_command", {"command": c}) for c in disguises)))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"deny": ["execute:rm"]}) as (
         client,
         editor,
@@ -164,14 +164,14 @@ async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
 ) -> None:
     fake_llm.script(
         calls(
-            ToolCall("run_command", {"command": "bash -c 'true'"}),
-            ToolCall("run_command", {"command": "bash -c 'rm victim'"}),
-            ToolCall("run_command", {"command": "python3 -c 'print(1)'"}),
-            ToolCall("run_command", {"command": "python3 -c 'import os; os.remove(\"victim\")'"}),
-            ToolCall("run_command", {"command": "env FOO=1 true"}),
-            ToolCall("run_command", {"command": "env FOO=1 touch pwned"}),
-            ToolCall("run_command", {"command": "git diff"}),
-            ToolCall("run_command", {"command": "git diff --output=written.txt"}),
+            Call("run_command", {"command": "bash -c 'true'"}),
+            Call("run_command", {"command": "bash -c 'rm victim'"}),
+            Call("run_command", {"command": "python3 -c 'print(1)'"}),
+            Call("run_command", {"command": "python3 -c 'import os; os.remove(\"victim\")'"}),
+            Call("run_command", {"command": "env FOO=1 true"}),
+            Call("run_command", {"command": "env FOO=1 touch pwned"}),
+            Call("run_command", {"command": "git diff"}),
+            Call("run_command", {"command": "git diff --output=written.txt"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, terminal=False) as (client, editor, session, work):
@@ -191,7 +191,7 @@ async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
 
 async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path: Path, fake_llm: FakeLLM) -> None:
     command = "echo " + " ".join(f"step{i}" for i in range(40)) + " && touch pwned"
-    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    fake_llm.script(calls(Call("run_command", {"command": command})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
@@ -208,7 +208,7 @@ async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
     tmp_path: Path, fake_llm: FakeLLM, hiding: str
 ) -> None:
     command = f"touch pwned; {hiding}echo safe"
-    fake_llm.script(calls(ToolCall("run_command", {"command": command})))
+    fake_llm.script(calls(Call("run_command", {"command": command})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
@@ -222,7 +222,7 @@ async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
 
 
 async def test_what_cannot_be_parsed_gets_no_always(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(ToolCall("run_command", {"command": "$CMD f"})))
+    fake_llm.script(calls(Call("run_command", {"command": "$CMD f"})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
@@ -246,9 +246,9 @@ async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
     store = SessionStore(tmp_path / "store")
     fake_llm.script(
         calls(
-            ToolCall("run_command", {"command": "env"}),
-            ToolCall("read_file", {"path": ".env"}),
-            ToolCall("write_file", {"path": "copy.env", "content": "OPENAI_API_KEY=sk-openai-leak-000001\n"}),
+            Call("run_command", {"command": "env"}),
+            Call("read_file", {"path": ".env"}),
+            Call("write_file", {"path": "copy.env", "content": "OPENAI_API_KEY=sk-openai-leak-000001\n"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, terminal=False, store=store) as (client, editor, session, work):
@@ -289,7 +289,7 @@ async def test_editor_terminals_get_the_keys_blanked(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-terminal-leak-01")
-    fake_llm.script(calls(ToolCall("run_command", {"command": 'echo "[$ANTHROPIC_API_KEY]"'})))
+    fake_llm.script(calls(Call("run_command", {"command": 'echo "[$ANTHROPIC_API_KEY]"'})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "env")
     terminal = next(iter(editor.terminals.values()))
@@ -337,7 +337,7 @@ async def test_fetch_of_a_local_address_asks_even_in_full_auto(
     tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
 ) -> None:
     base, seen = local_server
-    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/page"})))
+    fake_llm.script(calls(Call("fetch", {"url": f"{base}/page"})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "fetch")
@@ -351,7 +351,7 @@ async def test_fetch_redirects_are_judged_hop_by_hop(
     tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
 ) -> None:
     base, seen = local_server
-    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/hop"}), ToolCall("fetch", {"url": f"{base}/away"})))
+    fake_llm.script(calls(Call("fetch", {"url": f"{base}/hop"}), Call("fetch", {"url": f"{base}/away"})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"allow": ["fetch:127.0.0.1"]}) as (
         client,
         editor,
@@ -371,7 +371,7 @@ async def test_a_local_page_allowed_once_cannot_redirect_to_another_port(
 ) -> None:
     """Allowing one local page (a dev server) is not allowing every service on that machine."""
     base, seen = local_server
-    fake_llm.script(calls(ToolCall("fetch", {"url": f"{base}/port"}), ToolCall("fetch", {"url": f"{base}/hop"})))
+    fake_llm.script(calls(Call("fetch", {"url": f"{base}/port"}), Call("fetch", {"url": f"{base}/hop"})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         editor.default_permission = "allow_once"
         await client.prompt(session, "fetch")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply, Usage
 from tests.support.llm_agent import llm_agent, tool_agent
 
 pytestmark = pytest.mark.anyio
@@ -42,10 +42,10 @@ async def test_every_request_starts_with_the_whole_request_before_it(tmp_path: P
     edit = {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("read_file", {"path": "app.py"})]),
-            Reply(tool_calls=[ToolCall("edit_file", edit)]),
+            Reply(calls=[Call("read_file", {"path": "app.py"})]),
+            Reply(calls=[Call("edit_file", edit)]),
             Reply("Bumped x."),
-            Reply(tool_calls=[ToolCall("write_file", {"path": "new.py", "content": "y = 1\n"})]),
+            Reply(calls=[Call("write_file", {"path": "new.py", "content": "y = 1\n"})]),
             Reply("Wrote new.py."),
             Reply("Nothing else to do."),
         ]
@@ -79,7 +79,12 @@ async def test_every_request_starts_with_the_whole_request_before_it(tmp_path: P
 async def test_claude_requests_mark_the_system_prompt_and_the_last_message(
     tmp_path: Path, fake_llm: FakeLLM, caching: bool
 ) -> None:
-    fake_llm.script([Reply("One.", usage=(3000, 5), cache_write=2800), Reply("Two.", usage=(3100, 5), cached=2900)])
+    fake_llm.script(
+        [
+            Reply("One.", usage=Usage(3000, 5, cache_write_tokens=2800)),
+            Reply("Two.", usage=Usage(3100, 5, cached_tokens=2900)),
+        ]
+    )
     anthropic = {"model": "anthropic/claude-sonnet-4-5", "api_base": f"http://127.0.0.1:{fake_llm.port}"}
     async with llm_agent(tmp_path, fake_llm, prompt_caching=caching, **anthropic) as (client, session):
         assert await client.prompt(session, "first") == "end_turn"
@@ -104,7 +109,10 @@ async def test_claude_requests_mark_the_system_prompt_and_the_last_message(
 
 async def test_cached_input_is_shown_and_priced_at_the_cached_rate(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
-        [Reply("Full price.", usage=(100_000, 10)), Reply("Mostly cached.", usage=(100_000, 10), cached=90_000)]
+        [
+            Reply("Full price.", usage=Usage(100_000, 10)),
+            Reply("Mostly cached.", usage=Usage(100_000, 10, cached_tokens=90_000)),
+        ]
     )
     async with llm_agent(tmp_path, fake_llm, model="openai/gpt-4o-mini") as (client, session):
         await client.prompt(session, "one")
@@ -133,7 +141,7 @@ async def test_claude_tool_calls_and_signed_thinking_come_back_whole(
     reasoning = "Look at it first." if thinking else ""
     fake_llm.script(
         [
-            Reply(reasoning=reasoning, tool_calls=[ToolCall("read_file", {"path": "a.txt"})], chunk_size=5),
+            Reply(thought=reasoning, calls=[Call("read_file", {"path": "a.txt"})], chunk_size=5),
             Reply("It says hello."),
         ]
     )

@@ -11,7 +11,7 @@ import pytest
 
 from coder_agent.store import SessionRecord, SessionStore, utc_now
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
@@ -26,10 +26,10 @@ async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path, fak
     plan = [{"content": "Fix it", "status": "in_progress"}]
     fake_llm.script(
         [
-            Reply("Planning.", reasoning="hmm", tool_calls=[ToolCall("update_plan", {"entries": plan})]),
-            Reply(tool_calls=[ToolCall("read_file", {"path": "a.txt"})]),
-            Reply(tool_calls=[ToolCall("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"})]),
-            Reply(tool_calls=[ToolCall("run_command", {"command": "echo ran-it"})]),
+            Reply("Planning.", thought="hmm", calls=[Call("update_plan", {"entries": plan})]),
+            Reply(calls=[Call("read_file", {"path": "a.txt"})]),
+            Reply(calls=[Call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"})]),
+            Reply(calls=[Call("run_command", {"command": "echo ran-it"})]),
             Reply("Done with it."),
             Reply("Second session answer."),
         ]
@@ -164,9 +164,9 @@ async def test_undo_restores_the_last_turns_files_through_the_editor(
 ) -> None:
     fake_llm.script(
         [
-            Reply(tool_calls=[ToolCall("read_file", {"path": "keep.txt"})]),
-            Reply(tool_calls=[ToolCall("edit_file", {"path": "keep.txt", "old_string": "v1", "new_string": "v2"})]),
-            Reply(tool_calls=[ToolCall("write_file", {"path": "created.txt", "content": "new file\n"})]),
+            Reply(calls=[Call("read_file", {"path": "keep.txt"})]),
+            Reply(calls=[Call("edit_file", {"path": "keep.txt", "old_string": "v1", "new_string": "v2"})]),
+            Reply(calls=[Call("write_file", {"path": "created.txt", "content": "new file\n"})]),
             Reply("Changed two files."),
         ]
     )

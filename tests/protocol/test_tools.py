@@ -11,15 +11,15 @@ import anyio
 import pytest
 
 from tests.support.acp_client import FakeClient
-from tests.support.fake_llm import FakeLLM, Reply, ToolCall
+from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.llm_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
 
-def calls(*tool_calls: ToolCall) -> list[Reply]:
+def calls(*tool_calls: Call) -> list[Reply]:
     """One model turn per tool call, then a final answer."""
-    return [Reply(tool_calls=[call]) for call in tool_calls] + [Reply("All done.")]
+    return [Reply(calls=[call]) for call in tool_calls] + [Reply("All done.")]
 
 
 def tool_results(llm: FakeLLM) -> list[str]:
@@ -42,8 +42,8 @@ def final_status(client: FakeClient, session: str) -> list[str]:
 async def test_an_approved_edit_is_a_diff_written_through_the_editor(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "app.py"}),
-            ToolCall("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}),
+            Call("read_file", {"path": "app.py"}),
+            Call("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -77,8 +77,8 @@ async def test_an_approved_edit_is_a_diff_written_through_the_editor(tmp_path: P
 async def test_reads_see_unsaved_buffers_and_stale_edits_are_refused(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "notes.txt"}),
-            ToolCall("edit_file", {"path": "notes.txt", "old_string": "draft", "new_string": "final"}),
+            Call("read_file", {"path": "notes.txt"}),
+            Call("edit_file", {"path": "notes.txt", "old_string": "draft", "new_string": "final"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -107,10 +107,10 @@ async def test_reads_see_unsaved_buffers_and_stale_edits_are_refused(tmp_path: P
 async def test_edits_need_a_read_first_and_bad_edits_fail_before_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("edit_file", {"path": "a.py", "old_string": "a", "new_string": "b"}),
-            ToolCall("read_file", {"path": "a.py"}),
-            ToolCall("edit_file", {"path": "a.py", "old_string": "missing text", "new_string": "b"}),
-            ToolCall("edit_file", {"path": "a.py", "old_string": "x", "new_string": "y"}),
+            Call("edit_file", {"path": "a.py", "old_string": "a", "new_string": "b"}),
+            Call("read_file", {"path": "a.py"}),
+            Call("edit_file", {"path": "a.py", "old_string": "missing text", "new_string": "b"}),
+            Call("edit_file", {"path": "a.py", "old_string": "x", "new_string": "y"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -128,9 +128,9 @@ async def test_multi_edit_applies_all_or_nothing(tmp_path: Path, fake_llm: FakeL
     good = [{"old_string": "one", "new_string": "1"}, {"old_string": "two", "new_string": "2"}]
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "n.txt"}),
-            ToolCall("edit_file", {"path": "n.txt", "edits": bad}),
-            ToolCall("edit_file", {"path": "n.txt", "edits": good}),
+            Call("read_file", {"path": "n.txt"}),
+            Call("edit_file", {"path": "n.txt", "edits": bad}),
+            Call("edit_file", {"path": "n.txt", "edits": good}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, editor, session, work):
@@ -142,8 +142,8 @@ async def test_multi_edit_applies_all_or_nothing(tmp_path: Path, fake_llm: FakeL
 async def test_write_file_creates_and_overwrite_needs_a_read(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("write_file", {"path": "new/dir/file.md", "content": "# Title\n"}),
-            ToolCall("write_file", {"path": "old.md", "content": "replaced\n"}),
+            Call("write_file", {"path": "new/dir/file.md", "content": "# Title\n"}),
+            Call("write_file", {"path": "old.md", "content": "replaced\n"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -171,10 +171,10 @@ async def test_permission_outcomes(
 ) -> None:
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "src/a.py"}),
-            ToolCall("edit_file", {"path": "src/a.py", "old_string": "a", "new_string": "b"}),
-            ToolCall("read_file", {"path": "src/c.py"}),
-            ToolCall("edit_file", {"path": "src/c.py", "old_string": "c", "new_string": "d"}),
+            Call("read_file", {"path": "src/a.py"}),
+            Call("edit_file", {"path": "src/a.py", "old_string": "a", "new_string": "b"}),
+            Call("read_file", {"path": "src/c.py"}),
+            Call("edit_file", {"path": "src/c.py", "old_string": "c", "new_string": "d"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -195,7 +195,7 @@ async def test_permission_outcomes(
 
 
 async def test_cancel_while_asking_ends_the_turn_cancelled(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(tool_calls=[ToolCall("run_command", {"command": "echo hi"})]), Reply("unused")])
+    fake_llm.script([Reply(calls=[Call("run_command", {"command": "echo hi"})]), Reply("unused")])
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         editor.hold_permissions = True
         answers: list[str] = []
@@ -215,7 +215,7 @@ async def test_cancel_while_asking_ends_the_turn_cancelled(tmp_path: Path, fake_
 
 
 async def test_commands_run_in_the_editor_terminal_and_are_released(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(ToolCall("run_command", {"command": "echo hello; echo oops >&2; exit 3"})))
+    fake_llm.script(calls(Call("run_command", {"command": "echo hello; echo oops >&2; exit 3"})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "run")
         assert editor.unreleased() == []
@@ -238,7 +238,7 @@ async def test_commands_run_in_the_editor_terminal_and_are_released(tmp_path: Pa
 
 async def test_a_command_that_times_out_is_killed_with_its_children(tmp_path: Path, fake_llm: FakeLLM) -> None:
     command = "sleep 60 & sleep 60 & wait"
-    fake_llm.script(calls(ToolCall("run_command", {"command": command, "timeout_ms": 1000})))
+    fake_llm.script(calls(Call("run_command", {"command": command, "timeout_ms": 1000})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "hang")
         assert editor.unreleased() == []
@@ -247,9 +247,7 @@ async def test_a_command_that_times_out_is_killed_with_its_children(tmp_path: Pa
 
 
 async def test_cancel_kills_the_running_command_and_its_children(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
-        [Reply(tool_calls=[ToolCall("run_command", {"command": "sleep 60 & sleep 60 & wait"})]), Reply("x")]
-    )
+    fake_llm.script([Reply(calls=[Call("run_command", {"command": "sleep 60 & sleep 60 & wait"})]), Reply("x")])
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
         answers: list[str] = []
 
@@ -269,10 +267,10 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
     marker = tmp_path / "children.pid"
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "f.txt"}),
-            ToolCall("edit_file", {"path": "f.txt", "old_string": "old", "new_string": "new"}),
-            ToolCall("run_command", {"command": "cat f.txt; seq 1 200000"}),
-            ToolCall("run_command", {"command": f"sleep 60 & echo $! > {marker}; exit 0"}),
+            Call("read_file", {"path": "f.txt"}),
+            Call("edit_file", {"path": "f.txt", "old_string": "old", "new_string": "new"}),
+            Call("run_command", {"command": "cat f.txt; seq 1 200000"}),
+            Call("run_command", {"command": f"sleep 60 & echo $! > {marker}; exit 0"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, fs=False, terminal=False, mode="full-auto") as (
@@ -308,7 +306,7 @@ def _alive(pid: int) -> bool:
 
 async def test_read_only_mode_denies_changes_without_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
-        calls(ToolCall("write_file", {"path": "x.txt", "content": "x"}), ToolCall("run_command", {"command": "ls"}))
+        calls(Call("write_file", {"path": "x.txt", "content": "x"}), Call("run_command", {"command": "ls"}))
     )
     async with tool_agent(tmp_path, fake_llm, mode="read-only") as (client, editor, session, work):
         await client.prompt(session, "try")
@@ -319,7 +317,7 @@ async def test_read_only_mode_denies_changes_without_asking(tmp_path: Path, fake
 
 async def test_accept_edits_mode_edits_freely_but_asks_for_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
-        calls(ToolCall("write_file", {"path": "x.txt", "content": "x"}), ToolCall("run_command", {"command": "ls"}))
+        calls(Call("write_file", {"path": "x.txt", "content": "x"}), Call("run_command", {"command": "ls"}))
     )
     async with tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, editor, session, work):
         await client.prompt(session, "go")
@@ -335,9 +333,9 @@ async def test_full_auto_still_asks_outside_the_workspace_and_for_symlink_escape
     (outside / "secret.txt").write_text("secret\n")
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": str(outside / "secret.txt")}),
-            ToolCall("read_file", {"path": "link/secret.txt"}),
-            ToolCall("run_command", {"command": "true"}),
+            Call("read_file", {"path": str(outside / "secret.txt")}),
+            Call("read_file", {"path": "link/secret.txt"}),
+            Call("run_command", {"command": "true"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
@@ -380,7 +378,7 @@ async def test_plan_updates_reach_the_client(tmp_path: Path, fake_llm: FakeLLM) 
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix the bug", "status": "in_progress", "priority": "high"},
     ]
-    fake_llm.script(calls(ToolCall("update_plan", {"entries": entries})))
+    fake_llm.script(calls(Call("update_plan", {"entries": entries})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         await client.prompt(session, "plan")
     plan = updates_for(client, session, "plan")[-1]["entries"]
@@ -394,8 +392,8 @@ async def test_plan_updates_reach_the_client(tmp_path: Path, fake_llm: FakeLLM) 
 async def test_grep_and_glob_respect_gitignore(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("grep", {"pattern": "needle", "output_mode": "content"}),
-            ToolCall("glob", {"pattern": "**/*.py"}),
+            Call("grep", {"pattern": "needle", "output_mode": "content"}),
+            Call("glob", {"pattern": "**/*.py"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
@@ -415,9 +413,9 @@ async def test_grep_and_glob_respect_gitignore(tmp_path: Path, fake_llm: FakeLLM
 async def test_binary_and_non_utf8_files_are_refused_and_untouched(tmp_path: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(
         calls(
-            ToolCall("read_file", {"path": "image.bin"}),
-            ToolCall("read_file", {"path": "latin1.txt"}),
-            ToolCall("write_file", {"path": "latin1.txt", "content": "clobbered"}),
+            Call("read_file", {"path": "image.bin"}),
+            Call("read_file", {"path": "latin1.txt"}),
+            Call("write_file", {"path": "latin1.txt", "content": "clobbered"}),
         )
     )
     async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
@@ -431,9 +429,7 @@ async def test_binary_and_non_utf8_files_are_refused_and_untouched(tmp_path: Pat
 
 
 async def test_invalid_arguments_and_unknown_tools_are_results(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
-        calls(ToolCall("read_file", {"offset": 3}), ToolCall("read_file", "{not json"), ToolCall("teleport", {}))
-    )
+    fake_llm.script(calls(Call("read_file", {"offset": 3}), Call("read_file", "{not json"), Call("teleport", {})))
     async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
         await client.prompt(session, "oops")
     results = tool_results(fake_llm)
@@ -458,7 +454,7 @@ async def test_tool_schemas_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM)
 
 
 async def test_config_deny_rules_block_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(ToolCall("run_command", {"command": "git push --force"})))
+    fake_llm.script(calls(Call("run_command", {"command": "git push --force"})))
     async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"deny": ["execute:git push"]}) as (
         client,
         editor,
@@ -491,7 +487,7 @@ async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path, fake_llm:
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/docs"
-        fake_llm.script(calls(ToolCall("fetch", {"url": url}), ToolCall("fetch", {"url": "file:///etc/passwd"})))
+        fake_llm.script(calls(Call("fetch", {"url": url}), Call("fetch", {"url": "file:///etc/passwd"})))
         async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
             await client.prompt(session, "read the docs")
     finally:
@@ -510,7 +506,7 @@ async def test_commands_do_not_see_the_model_key(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("CODER_AGENT_API_KEY", "sk-nor-this")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    fake_llm.script(calls(ToolCall("run_command", {"command": "env"})))
+    fake_llm.script(calls(Call("run_command", {"command": "env"})))
     async with tool_agent(tmp_path, fake_llm, terminal=False, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "env")
     output = tool_results(fake_llm)[0]

@@ -49,10 +49,10 @@ def anthropic_events(rendered: _Rendered) -> list[bytes]:
     }
     events = [_event("message_start", {"message": message})]
     index = 0
-    if reply.reasoning:
+    if reply.thought:
         block = {"type": "thinking", "thinking": ""}
         events.append(_event("content_block_start", {"index": index, "content_block": block}))
-        for piece in _pieces(reply.reasoning, reply.chunk_size):
+        for piece in _pieces(reply.thought, reply.chunk_size):
             delta = {"type": "thinking_delta", "thinking": piece}
             events.append(_event("content_block_delta", {"index": index, "delta": delta}))
         signature = {"type": "signature_delta", "signature": f"sig-{rendered.completion_id}"}
@@ -66,7 +66,7 @@ def anthropic_events(rendered: _Rendered) -> list[bytes]:
             events.append(_event("content_block_delta", {"index": index, "delta": delta}))
         events.append(_event("content_block_stop", {"index": index}))
         index += 1
-    for call, call_id in zip(reply.tool_calls, rendered.call_ids, strict=True):
+    for call, call_id in zip(reply.calls, rendered.call_ids, strict=True):
         block = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
         events.append(_event("content_block_start", {"index": index, "content_block": block}))
         for piece in _pieces(call.arguments_json(), reply.chunk_size):

@@ -20,7 +20,7 @@ server running in a background thread, and:
 * records every request (:attr:`FakeLLM.requests`, :attr:`FakeLLM.recorded`, :attr:`FakeLLM.last_request`), with
   its :class:`Timing` (``time.perf_counter()`` when its body had arrived, as the response started and as its last
   bytes were written), so a benchmark can put the server's times next to its client's;
-* reports prompt-cache usage (``Reply(cached=..., cache_write=...)``: OpenAI's
+* reports prompt-cache usage (``Reply(usage=Usage(..., cached_tokens=..., cache_write_tokens=...))``: OpenAI's
   ``usage.prompt_tokens_details.cached_tokens``), holds a reply at a chunk until a test opens a gate
   (``Reply(gate=threading.Event(), stall_after=N)``), and also speaks Anthropic's streaming Messages API on
   ``POST /v1/messages`` (the same script entries, rendered by :mod:`tests.support.fake_anthropic`).
@@ -29,7 +29,7 @@ Usage::
 
     with FakeLLM() as llm:
         llm.script([
-            Reply(reasoning="Let me look.", tool_calls=[ToolCall("read_file", {"path": "a.py"})]),
+            Reply(thought="Let me look.", calls=[Call("read_file", {"path": "a.py"})]),
             Reply("All done.", chunk_size=4),
             Fault.status(429, retry_after=1),
         ])
@@ -62,10 +62,14 @@ from typing import Any, Literal, TypeAlias
 import pytest
 import uvicorn
 
+from coder_agent.model.base import Usage
+from coder_agent.model.scripted import Call
+from coder_agent.model.scripted import Reply as ScriptedReply
 from tests.support.fake_anthropic import anthropic_events
 
 __all__ = [
     "DEFAULT_TEXT",
+    "Call",
     "ErrorReply",
     "FakeLLM",
     "Fault",
@@ -74,7 +78,7 @@ __all__ = [
     "Reply",
     "ScriptEntry",
     "Timing",
-    "ToolCall",
+    "Usage",
     "fake_llm",
 ]
 
@@ -107,30 +111,15 @@ _ERROR_TYPES: Mapping[int, str] = {
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """One tool call in a reply; ``arguments`` is a dict (sent as JSON) or a raw string (sent as is).
+class Reply(ScriptedReply):
+    """A successful completion, in the scripted model's vocabulary (:class:`coder_agent.model.scripted.Reply`),
+    plus how to deliver it.
 
-    ``id`` defaults to ``call_<request>_<index>``.
-    """
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-    def arguments_json(self) -> str:
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(self.arguments)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A successful completion, plus how to deliver it.
-
-    Content: ``text`` (positional), ``reasoning`` (``reasoning_content``), ``tool_calls``; ``finish_reason``
-    defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``; ``usage`` is
-    ``(prompt_tokens, completion_tokens)`` and defaults to a rough estimate (characters / 4); ``cached`` and
-    ``cache_write`` of those prompt tokens were read from / written to the provider's prompt cache.
+    Content: ``text`` (positional), ``thought`` (``reasoning_content``), ``calls`` (:class:`Call`);
+    ``finish_reason`` defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``; ``usage`` is a
+    :class:`Usage` (its ``cached_tokens`` and ``cache_write_tokens`` of the prompt tokens were read from / written
+    to the provider's prompt cache) and defaults to a rough estimate (characters / 4). The scripted-only fields
+    (``cost``, ``hold``, ``late_bill``) mean nothing here: the client computes the cost.
     Streaming shape: ``chunk_size`` characters per text/reasoning delta and per tool-argument fragment.
     Delivery (usually set through :class:`Fault`): ``chunk_delay`` seconds before every chunk after the first;
     ``stall`` seconds of silence, before the response headers (``stall_after=None``) or after ``stall_after``
@@ -142,13 +131,6 @@ class Reply:
     There is no ``Reply.text(...)`` factory (it would clash with the field): write ``Reply("hi", chunk_size=5)``.
     """
 
-    text: str = ""
-    reasoning: str = ""
-    tool_calls: Sequence[ToolCall] = ()
-    finish_reason: FinishReason | None = None
-    usage: tuple[int, int] | None = None
-    cached: int = 0
-    cache_write: int = 0
     chunk_size: int = 8
     chunk_delay: float = 0.0
     stall: float = 0.0
@@ -168,13 +150,21 @@ class Reply:
         cls, name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None, **kwargs: Any
     ) -> Reply:
         """A reply making one tool call: ``Reply.tool("read_file", {"path": "a.py"})``."""
-        return cls(tool_calls=[ToolCall(name, {} if arguments is None else arguments, id=id)], **kwargs)
+        return cls(calls=[Call(name, {} if arguments is None else arguments, id=id)], **kwargs)
 
     @property
     def effective_finish_reason(self) -> FinishReason:
         if self.finish_reason is not None:
             return self.finish_reason
-        return "tool_calls" if self.tool_calls else "stop"
+        return "tool_calls" if self.calls else "stop"
+
+    @property
+    def cached(self) -> int:
+        return self.usage.cached_tokens if self.usage is not None else 0
+
+    @property
+    def cache_write(self) -> int:
+        return self.usage.cache_write_tokens if self.usage is not None else 0
 
 
 @dataclass(frozen=True)
@@ -316,9 +306,9 @@ class _Rendered:
     def chunks(self, include_usage: bool) -> list[dict[str, Any]]:
         reply, size = self.reply, self.reply.chunk_size
         out = [self._delta({"role": "assistant", "content": ""})]
-        out += [self._delta({"reasoning_content": piece}) for piece in _pieces(reply.reasoning, size)]
+        out += [self._delta({"reasoning_content": piece}) for piece in _pieces(reply.thought, size)]
         out += [self._delta({"content": piece}) for piece in _pieces(reply.text, size)]
-        for index, (call, call_id) in enumerate(zip(reply.tool_calls, self.call_ids, strict=True)):
+        for index, (call, call_id) in enumerate(zip(reply.calls, self.call_ids, strict=True)):
             head = {"index": index, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
             out.append(self._delta({"tool_calls": [head]}))
             for piece in _pieces(call.arguments_json(), size):
@@ -332,13 +322,13 @@ class _Rendered:
 
     def completion(self) -> dict[str, Any]:
         reply = self.reply
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if reply.tool_calls else "")}
-        if reply.reasoning:
-            message["reasoning_content"] = reply.reasoning
-        if reply.tool_calls:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if reply.calls else "")}
+        if reply.thought:
+            message["reasoning_content"] = reply.thought
+        if reply.calls:
             message["tool_calls"] = [
                 {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json()}}
-                for call, call_id in zip(reply.tool_calls, self.call_ids, strict=True)
+                for call, call_id in zip(reply.calls, self.call_ids, strict=True)
             ]
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.effective_finish_reason}
         return {
@@ -354,18 +344,18 @@ class _Rendered:
 
 def _render(reply: Reply, body: Mapping[str, Any], number: int) -> _Rendered:
     if reply.usage is not None:
-        prompt, completion = reply.usage
+        prompt, completion = reply.usage.prompt_tokens, reply.usage.completion_tokens
     else:
         prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
-        produced = len(reply.text) + len(reply.reasoning)
-        produced += sum(len(c.name) + len(c.arguments_json()) for c in reply.tool_calls)
+        produced = len(reply.text) + len(reply.thought)
+        produced += sum(len(c.name) + len(c.arguments_json()) for c in reply.calls)
         completion = max(1, produced // 4)
     return _Rendered(
         reply=reply,
         completion_id=f"chatcmpl-fake-{number}",
         model=reply.model or str(body.get("model") or "fake-model"),
         created=int(time.time()),
-        call_ids=[call.id or f"call_{number}_{i}" for i, call in enumerate(reply.tool_calls)],
+        call_ids=[call.id or f"call_{number}_{i}" for i, call in enumerate(reply.calls)],
         usage=_usage(prompt, completion, reply.cached),
     )
 

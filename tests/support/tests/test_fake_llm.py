@@ -18,7 +18,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import litellm
 from litellm.exceptions import MidStreamFallbackError
 
-from tests.support.fake_llm import DEFAULT_TEXT, FakeLLM, Fault, Reply, ToolCall
+from tests.support.fake_llm import DEFAULT_TEXT, Call, FakeLLM, Fault, Reply, Usage
 
 litellm.suppress_debug_info = True
 # pydantic warns (UserWarning) about the ReadOnly TypedDicts of modules that litellm imports lazily during calls.
@@ -60,13 +60,13 @@ async def test_stream_text_reasoning_tool_calls_usage_and_recording(fake_llm: Fa
         [
             Reply(
                 "Reading both.",
-                reasoning="The user wants two files.",
-                tool_calls=[
-                    ToolCall("read_file", {"path": "src/a.py"}),
-                    ToolCall("read_file", '{"path": "b.py"}', id="c2"),
+                thought="The user wants two files.",
+                calls=[
+                    Call("read_file", {"path": "src/a.py"}),
+                    Call("read_file", '{"path": "b.py"}', id="c2"),
                 ],
                 chunk_size=4,
-                usage=(42, 17),
+                usage=Usage(42, 17),
             ),
             lambda body: Reply(f"summary of {len(body['messages'])} message(s)"),
         ]
