@@ -12,7 +12,7 @@ A refusal goes back to the server as an error it can show (code -1, as MCP sugge
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from coder_agent.mcp.results import model_parts
 from coder_agent.mcp.types import (
@@ -23,10 +23,16 @@ from coder_agent.mcp.types import (
     McpSampling,
 )
 
-if TYPE_CHECKING:
-    from coder_agent.mcp.connection import Server
-
 log = logging.getLogger(__name__)
+
+
+class Asking(Protocol):
+    """What the callbacks need of the server that asks (a `connection.Server`): its name, and the tool calls
+    running on it now."""
+
+    name: str
+    callers: list[str]
+
 
 REASON_KEY = "io.github.coder-agent/reason"
 """Where a declined elicitation says why, in the result's `_meta`."""
@@ -42,12 +48,12 @@ _KEYWORDS: dict[str, dict[str, Any]] = {
 }
 
 
-def caller_of(server: Server) -> str | None:
+def caller_of(server: Asking) -> str | None:
     """The tool call running on the server, when there is exactly one (a request is tied to it)."""
     return server.callers[0] if len(server.callers) == 1 else None
 
 
-def elicitation_callback(server: Server, hooks: McpClientHooks) -> Any:
+def elicitation_callback(server: Asking, hooks: McpClientHooks) -> Any:
     """The `mcp` client's elicitation callback for one server."""
     from mcp_types import ElicitRequestURLParams, ElicitResult, ErrorData
 
@@ -85,7 +91,7 @@ def _declined(answer: McpElicitationAnswer) -> Any:
     return ElicitResult(action="decline", _meta={REASON_KEY: answer.reason})
 
 
-def sampling_callback(server: Server, hooks: McpClientHooks) -> Any:
+def sampling_callback(server: Asking, hooks: McpClientHooks) -> Any:
     """The `mcp` client's sampling callback for one server (only installed when the session can sample)."""
     from mcp_types import CreateMessageResult, ErrorData, TextContent
 

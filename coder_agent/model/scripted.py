@@ -41,7 +41,9 @@ class Call:
         return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
     def request(self) -> ToolCallRequest:
-        return ToolCallRequest(id=self.id or f"call_{uuid.uuid4().hex[:12]}", name=self.name, arguments=self.arguments_json())
+        return ToolCallRequest(
+            id=self.id or f"call_{uuid.uuid4().hex[:12]}", name=self.name, arguments=self.arguments_json()
+        )
 
 
 @dataclass(frozen=True)
