@@ -1,11 +1,23 @@
 """Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio), no test
-touches the real user's config or data folders, and `-n auto` starts one worker more than there are cores."""
+touches the real user's config or data folders, every test under `tests/e2e/` is marked `e2e` (so the fast loop
+is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
 
 import os
+from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["tests.support.fake_llm"]
+
+
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that spawn the agent live in `tests/e2e/`: mark them all, whatever their module says."""
+    for item in items:
+        if item.path.is_relative_to(E2E):
+            item.add_marker(pytest.mark.e2e)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
