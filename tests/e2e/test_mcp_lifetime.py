@@ -15,42 +15,12 @@ import pytest
 
 from tests.support.editor import FakeEditor
 from tests.support.fake_llm import Call, FakeLLM, Reply
+from tests.support.processes import alive, command_line, descendants, wait_gone
 from tests.support.spawn import spawned_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
@@ -76,9 +46,7 @@ async def test_mcp_servers_end_with_the_agent(tmp_path: Path, fake_llm: FakeLLM,
             with anyio.fail_after(10):
                 code = await agent.process.wait()
     assert code == 0
-    with anyio.fail_after(5):
-        while any(alive(pid) for pid in children):
-            await anyio.sleep(0.05)
+    await wait_gone(*children, timeout=5)
     assert "peeked" in client.agent_text(result["sessionId"])
 
 
@@ -120,9 +88,9 @@ async def test_a_sigkilled_agent_takes_its_command_and_mcp_servers_with_it(tmp_p
                     await agent.process.wait()
                 task_group.cancel_scope.cancel()
             await editor.aclose()
-        with anyio.move_on_after(15):
-            while left := {pid: command_line(pid) for pid in children if alive(pid)}:
-                await anyio.sleep(0.05)
+        with contextlib.suppress(TimeoutError):
+            await wait_gone(*children, timeout=15)
+        left = {pid: command_line(pid) for pid in children if alive(pid)}
     finally:
         for pid in children:  # when the test fails, leave nothing running behind it
             with contextlib.suppress(OSError):

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
 from tests.support.headless import RUN_WAIT, Ran, run_here
+from tests.support.processes import group_alive, wait_groups_gone
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -54,14 +55,6 @@ def work(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "main.py").write_text("print('hello')\n")
     return folder
-
-
-def group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def user_messages(llm: FakeLLM) -> list[str]:
@@ -336,7 +329,7 @@ async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
                 task_group.start_soon(read_stdout)
                 await poll_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", timeout=RUN_WAIT)
                 group = int(pid_file.read_text())
-                os.killpg(group, 0)  # the command's group is there
+                assert group_alive(group), "the command's group is there"
                 process.send_signal(signal.SIGINT)
                 with anyio.fail_after(30):
                     code = await process.wait()
@@ -347,7 +340,7 @@ async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
     assert code == 130
     result = events[-1]
     assert result["type"] == "result" and result["stop_reason"] == "cancelled" and result["exit_code"] == 130
-    await poll_until(lambda: not group_alive(group), timeout=10)  # a killed member may be a zombie for a moment
+    await wait_groups_gone(group, timeout=10)  # a killed member may be a zombie for a moment
     stored = json.loads(stored_session(tmp_path, result["session_id"]))
     assert next(m for m in stored["messages"] if m["role"] == "user") == {"role": "user", "content": "wait a long time"}
     assert stored["messages"][-1]["role"] == "tool"  # the interrupted call is answered, so the session goes on

@@ -3,17 +3,16 @@ permission flow and visibility as built-in tools, failures reported without losi
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.llm_agent import tool_agent
 from tests.support.mcp_servers.basic_http import serve_http
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -32,15 +31,6 @@ def stdio_server(name: str, module: str, **env: str) -> dict[str, Any]:
 
 def tool_messages(llm: FakeLLM) -> list[Any]:
     return [m["content"] for m in llm.last_request["messages"] if m["role"] == "tool"]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake_llm: FakeLLM) -> None:
@@ -69,9 +59,7 @@ async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake
             report = client.agent_text(session)
             pids = [s.pid for s in client_hub_statuses(client, session) if s.pid]
             await client.request("session/close", {"sessionId": session})
-            with anyio.fail_after(10):
-                while any(alive(pid) for pid in pids):
-                    await anyio.sleep(0.05)
+            await wait_gone(*pids, timeout=10)
     tools = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
     assert "mcp__local__echo" in tools and "mcp__web__echo" in tools
     assert tools["mcp__local__add"]["parameters"]["properties"].keys() >= {"a", "b"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from tests.support.acp_client import FakeClient
 from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.llm_agent import tool_agent
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -290,18 +290,7 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
     assert "characters omitted" in results[2], "huge output is cut in the middle"
     assert len(results[2]) < 40_000
     child = int(marker.read_text())
-    with anyio.fail_after(5):
-        while _alive(child):
-            await anyio.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
+    await wait_gone(child, timeout=5)
 
 
 async def test_read_only_mode_denies_changes_without_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:

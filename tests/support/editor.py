@@ -39,6 +39,7 @@ import anyio
 from anyio.abc import Process, TaskGroup
 
 from tests.support.acp_client import FakeClient, RpcFailure
+from tests.support.processes import group_members
 
 __all__ = ["PERMISSION_CHOICES", "FakeEditor", "PendingPermission", "Terminal", "capabilities"]
 
@@ -401,24 +402,7 @@ class FakeEditor:
 
     def live_pids(self) -> list[int]:
         """PIDs still alive (zombies excluded) in any process group this editor created."""
-        pgids = {t.pgid for t in self.terminals.values()}
-        if not pgids:
-            return []
-        proc = Path("/proc")
-        if not proc.is_dir():  # no /proc: report the groups that still answer signal 0
-            return sorted(pgid for pgid in pgids if _group_alive(pgid))
-        alive: list[int] = []
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue  # exited while we looked
-            state, _ppid, pgrp = stat[stat.rfind(")") + 2 :].split()[:3]
-            if int(pgrp) in pgids and state not in ("Z", "X"):
-                alive.append(int(entry.name))
-        return sorted(alive)
+        return group_members(*{t.pgid for t in self.terminals.values()})
 
     async def wait_no_live_pids(self, timeout: float = 5.0) -> list[int]:
         """Poll until `live_pids()` is empty (SIGKILL is not instantaneous); return what is still alive at timeout."""
@@ -506,13 +490,3 @@ class FakeEditor:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -15,6 +15,7 @@ import pytest
 
 from coder_agent import reaper
 from coder_agent.process import spawn_group, stop_group
+from tests.support.processes import HAS_PROC, group_alive, wait_gone, wait_groups_gone
 
 pytestmark = [
     pytest.mark.anyio,
@@ -22,8 +23,6 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-HAS_PROC = Path("/proc/self/environ").exists()
-"""Linux: the reaper also finds processes by the mark in their environment."""
 STUBBORN = "trap '' TERM; sleep 300 & echo ready; wait"
 """A shell that ignores SIGTERM, with a child that ignores it too."""
 
@@ -33,35 +32,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` runs (a zombie does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-async def groups_end(*pgids: int, timeout: float = 10) -> None:
-    with anyio.fail_after(timeout):
-        while any(group_alive(pgid) for pgid in pgids):
-            await anyio.sleep(0.02)
-
-
 async def test_stop_group_ends_the_leader_and_what_it_left_behind() -> None:
     process = await spawn_group(["bash", "-c", STUBBORN], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert process.stdout is not None
     assert await process.stdout.receive() == b"ready\n"
     await stop_group(process, grace=0.2)
     assert process.returncode == -signal.SIGKILL
-    await groups_end(process.pid)  # its child, killed too, may still wait for init to reap it
+    await wait_groups_gone(process.pid)  # its child, killed too, may still wait for init to reap it
 
 
 async def test_stop_group_lets_a_polite_process_exit_on_stdin_close() -> None:
@@ -92,8 +69,8 @@ async def test_the_reaper_ends_announced_groups_and_marked_processes_when_its_pi
         os.close(write_fd)  # as the kernel does when the agent dies
         with anyio.fail_after(20):
             assert await watcher.wait() == 0
-        await groups_end(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
-        if HAS_PROC:
+        await wait_groups_gone(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
+        if HAS_PROC:  # Linux: the reaper also finds processes by the mark in their environment
             with anyio.fail_after(10):
                 assert await unannounced.wait() == -signal.SIGTERM, "never announced, but it carries the mark"
         assert withdrawn.returncode is None, "a withdrawn group is left alone"
@@ -127,7 +104,7 @@ anyio.run(main)
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
 async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_killed_or_they_left() -> None:
     code = f"STUBBORN = {STUBBORN!r}\n{OWNER}"
     owner = await anyio.run_process(
@@ -139,10 +116,8 @@ async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_kille
     try:
         killed, restarted = reapers.split()
         assert restarted.isdigit() and restarted != killed, "a new reaper was started"
-        await groups_end(first, second, left_its_group)  # the last one found by the mark its environment carries
-        with anyio.fail_after(10):  # and the reaper itself is gone after its work
-            while running(int(restarted)):
-                await anyio.sleep(0.02)
+        await wait_groups_gone(first, second, left_its_group)  # the last one found by the mark its environment carries
+        await wait_gone(int(restarted))  # and the reaper itself is gone after its work
     finally:
         for pgid in (first, second, left_its_group):
             if group_alive(pgid):

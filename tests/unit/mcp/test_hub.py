@@ -23,6 +23,7 @@ import pytest
 from coder_agent.mcp.hub import McpHub
 from coder_agent.mcp.types import McpError, McpServerSpec
 from tests.support.mcp_servers.basic_http import serve_http
+from tests.support.processes import HAS_PROC, alive, group_members
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,31 +39,7 @@ def server(name: str, module: str, **env: str) -> McpServerSpec:
     )
 
 
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie waiting for its reaper does not count)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live processes of process group `pgid`."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
-
-
-needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
 
 
 @pytest.fixture(scope="module")

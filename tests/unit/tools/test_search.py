@@ -12,6 +12,7 @@ import pytest
 
 from coder_agent.tools import search
 from coder_agent.tools.search import SearchError, find_rg, glob_files, grep
+from tests.support.processes import alive
 
 BACKENDS = [
     pytest.param("rg", marks=pytest.mark.skipif(find_rg() is None, reason="ripgrep (rg) is not installed")),
@@ -298,8 +299,7 @@ def slow_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def assert_gone(pid_file: Path) -> None:
     pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert not alive(pid), f"rg ({pid}) still runs"
 
 
 @pytest.mark.anyio
