@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.store import SessionRecord, SessionStore, utc_now
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import Call, FakeLLM, Reply
-from tests.support.llm_agent import tool_agent
+from tests.support.scripted_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -21,10 +21,10 @@ def kinds(updates: list[dict[str, Any]]) -> list[str]:
     return [u["sessionUpdate"] for u in updates]
 
 
-async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     plan = [{"content": "Fix it", "status": "in_progress"}]
-    fake_llm.script(
+    model = ScriptedModel(
         [
             Reply("Planning.", thought="hmm", calls=[Call("update_plan", {"entries": plan})]),
             Reply(calls=[Call("read_file", {"path": "a.txt"})]),
@@ -34,10 +34,10 @@ async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path, fak
             Reply("Second session answer."),
         ]
     )
-    async with tool_agent(tmp_path, fake_llm, store=store) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, store=store) as (client, editor, session, work):
         (work / "a.txt").write_text("old\n")
         await client.prompt(session, "fix a.txt please")
-    async with tool_agent(tmp_path, fake_llm, store=store, open_session=False) as (client, editor, _, work):
+    async with tool_agent(tmp_path, model, store=store, open_session=False) as (client, editor, _, work):
         result = await client.request("session/load", {"sessionId": session, "cwd": str(work), "mcpServers": []})
         replayed = client.session_updates(session)
         assert result["modes"]["currentModeId"] == "default"
@@ -66,25 +66,25 @@ async def test_load_replays_the_whole_history_in_a_new_agent(tmp_path: Path, fak
         if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "available_commands_update"
     )
     assert commands_index > response_index, "commands are announced after the load response, not mid-replay"
-    history = fake_llm.last_request["messages"]
+    history = model.last_request.messages
     assert history[1]["content"] == "fix a.txt please"
     assert history[-1]["content"] == "and now?"
     assert len([m for m in history if m["role"] == "tool"]) == 4
 
 
-async def test_resume_keeps_history_without_replay(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_resume_keeps_history_without_replay(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
-    fake_llm.script([Reply("one"), Reply("two")])
-    async with tool_agent(tmp_path, fake_llm, store=store) as (client, editor, session, work):
+    model = ScriptedModel([Reply("one"), Reply("two")])
+    async with tool_agent(tmp_path, model, store=store) as (client, editor, session, work):
         await client.prompt(session, "first")
-    async with tool_agent(tmp_path, fake_llm, store=store, open_session=False) as (client, editor, _, work):
+    async with tool_agent(tmp_path, model, store=store, open_session=False) as (client, editor, _, work):
         await client.request("session/resume", {"sessionId": session, "cwd": str(work)})
         assert client.session_updates(session, "agent_message_chunk") == []
         await client.prompt(session, "second")
-    assert [m["content"] for m in fake_llm.last_request["messages"][1:]] == ["first", "one", "second"]
+    assert [m["content"] for m in model.last_request.messages[1:]] == ["first", "one", "second"]
 
 
-async def test_list_pages_newest_first_and_filters_by_cwd(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_list_pages_newest_first_and_filters_by_cwd(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     work = tmp_path / "work"
     for i in range(120):
@@ -93,7 +93,8 @@ async def test_list_pages_newest_first_and_filters_by_cwd(tmp_path: Path, fake_l
         store.save(
             SessionRecord(session_id=f"sess_{i:03d}", cwd=cwd, title=f"t{i}", created_at=stamp, updated_at=stamp)
         )
-    async with tool_agent(tmp_path, fake_llm, store=store, open_session=False) as (client, editor, _, work):
+    model = ScriptedModel()
+    async with tool_agent(tmp_path, model, store=store, open_session=False) as (client, editor, _, work):
         seen: list[str] = []
         cursor = None
         pages = 0
@@ -117,10 +118,10 @@ async def test_list_pages_newest_first_and_filters_by_cwd(tmp_path: Path, fake_l
     assert empty == {"sessions": []}
 
 
-async def test_close_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_close_and_delete(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
-    fake_llm.script([Reply("hi")])
-    async with tool_agent(tmp_path, fake_llm, store=store) as (client, editor, session, work):
+    model = ScriptedModel([Reply("hi")])
+    async with tool_agent(tmp_path, model, store=store) as (client, editor, session, work):
         await client.prompt(session, "hello")
         assert await client.request("session/close", {"sessionId": session}) == {}
         with pytest.raises(RpcFailure) as closed:
@@ -136,7 +137,7 @@ async def test_close_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
     assert listed == {"sessions": []}
 
 
-async def test_a_corrupt_or_newer_store_file_fails_only_that_session(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_corrupt_or_newer_store_file_fails_only_that_session(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "store")
     work = tmp_path / "work"
     work.mkdir()
@@ -147,7 +148,8 @@ async def test_a_corrupt_or_newer_store_file_fails_only_that_session(tmp_path: P
     future = json.loads(store.record_path("sess_future").read_text())
     future["schema_version"] = 99
     store.record_path("sess_future").write_text(json.dumps(future))
-    async with tool_agent(tmp_path, fake_llm, store=store, open_session=False) as (client, editor, _, work):
+    model = ScriptedModel()
+    async with tool_agent(tmp_path, model, store=store, open_session=False) as (client, editor, _, work):
         load = {"cwd": str(work), "mcpServers": []}
         corrupt = await client.request_raw("session/load", {"sessionId": "sess_corrupt", **load})
         newer = await client.request_raw("session/load", {"sessionId": "sess_future", **load})
@@ -159,10 +161,8 @@ async def test_a_corrupt_or_newer_store_file_fails_only_that_session(tmp_path: P
 
 
 @pytest.mark.parametrize("in_git", [True, False])
-async def test_undo_restores_the_last_turns_files_through_the_editor(
-    tmp_path: Path, fake_llm: FakeLLM, in_git: bool
-) -> None:
-    fake_llm.script(
+async def test_undo_restores_the_last_turns_files_through_the_editor(tmp_path: Path, in_git: bool) -> None:
+    model = ScriptedModel(
         [
             Reply(calls=[Call("read_file", {"path": "keep.txt"})]),
             Reply(calls=[Call("edit_file", {"path": "keep.txt", "old_string": "v1", "new_string": "v2"})]),
@@ -176,7 +176,7 @@ async def test_undo_restores_the_last_turns_files_through_the_editor(
         subprocess.run(["git", "init", "-q", str(work)], check=True)
         subprocess.run(["git", "-C", str(work), "status"], check=True, capture_output=True)
     (work / "keep.txt").write_text("v1\n")
-    async with tool_agent(tmp_path, fake_llm, mode="accept-edits", store=SessionStore(tmp_path / "store")) as (
+    async with tool_agent(tmp_path, model, mode="accept-edits", store=SessionStore(tmp_path / "store")) as (
         client,
         editor,
         session,

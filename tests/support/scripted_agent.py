@@ -1,9 +1,12 @@
-"""An in-process agent whose model is a `ScriptedModel`: the loop, commands and sessions without HTTP or litellm."""
+"""An in-process agent whose model is a `ScriptedModel`: the loop, commands, tools and sessions without HTTP or
+litellm. `scripted_agent` for the protocol alone, `tool_agent` with a fake editor serving fs and terminals."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +19,20 @@ from tests.support.acp_client import FakeClient, in_process_agent
 from tests.support.editor import FakeEditor
 
 
+def write_config(path: Path, values: dict[str, Any]) -> Path:
+    """A config file of `values`: strings, numbers, booleans and lists as keys, dicts as tables."""
+    lines = [f"{key} = {_toml(value)}" for key, value in values.items() if not isinstance(value, dict)]
+    for name, table in values.items():
+        if isinstance(table, dict):
+            lines.append(f"[{name}]")
+            lines.extend(f"{key} = {_toml(value)}" for key, value in table.items())
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def scripted_source(tmp_path: Path, **fields: Any) -> ConfigSource:
     """Config sources with a model string no provider owns (so no key is needed) and `fields` in a file."""
-    lines = [f"{key} = {_toml(value)}" for key, value in {"model": "scripted/model", **fields}.items()]
-    config = tmp_path / "scripted-config.toml"
-    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = write_config(tmp_path / "scripted-config.toml", {"model": "scripted/model", **fields})
     return ConfigSource(CliOverrides(config_file=config), environ={}, user_config_path=tmp_path / "no-user.toml")
 
 
@@ -60,9 +72,49 @@ async def scripted_agent(
                 await fake_editor.aclose()
 
 
+def tool_agent(
+    tmp_path: Path, model: ScriptedModel, **options: Any
+) -> AbstractAsyncContextManager[tuple[FakeClient, FakeEditor, str, Path]]:
+    """`model` with the built-in tools, a fake editor on `tmp_path/work` and a session there: `editor_agent`, whose
+    options (fs, terminal, mode, store, open_session, config fields) it takes; yields (client, editor, session, work).
+    """
+    return editor_agent(tmp_path, scripted_runner(model), partial(scripted_source, tmp_path), **options)
+
+
+@asynccontextmanager
+async def editor_agent(
+    tmp_path: Path,
+    runner: Callable[[ConfigSource], ModelRunner],
+    source: Callable[..., ConfigSource],
+    *,
+    fs: bool = True,
+    terminal: bool = True,
+    mode: str | None = None,
+    store: SessionStore | None = None,
+    open_session: bool = True,
+    **fields: Any,
+) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
+    """The agent of `tool_agent` (here and in `llm_agent`): run by `runner` on `source(**fields)`, with a fake
+    editor on `tmp_path/work` offering `fs` and `terminal`, and a session there ("" with `open_session=False`)
+    in `mode`; `store` keeps sessions on disk. Yields the client, the editor, the session id and the work folder.
+    """
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    if mode is not None:
+        fields["default_mode"] = mode
+    async with in_process_agent(runner, store, source(**fields)) as client:
+        editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
+        try:
+            await client.initialize(editor.capabilities())
+            session_id = await client.new_session(str(work)) if open_session else ""
+            yield client, editor, session_id, work
+        finally:
+            await editor.aclose()
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)  # a JSON string or list of them is a TOML one
