@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_llm import Call, FakeLLM, Reply
-from tests.support.llm_agent import tool_agent
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from tests.support.mcp_servers.basic_http import serve_http
 from tests.support.processes import wait_gone
+from tests.support.scripted_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -29,12 +29,12 @@ def stdio_server(name: str, module: str, **env: str) -> dict[str, Any]:
     }
 
 
-def tool_messages(llm: FakeLLM) -> list[Any]:
-    return [m["content"] for m in llm.last_request["messages"] if m["role"] == "tool"]
+def tool_messages(model: ScriptedModel) -> list[Any]:
+    return [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
 
 
-async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path) -> None:
+    model = ScriptedModel(
         [
             Reply(calls=[Call("mcp__local__echo", {"text": "hello over stdio"})]),
             Reply(calls=[Call("mcp__web__add", {"a": 2, "b": 40})]),
@@ -46,7 +46,7 @@ async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake
         ]
     )
     with serve_http("http", name="web") as url:
-        async with tool_agent(tmp_path, fake_llm, open_session=False) as (client, editor, _, work):
+        async with tool_agent(tmp_path, model, open_session=False) as (client, editor, _, work):
             servers = [
                 stdio_server("local", "basic", MCP_TEST_SECRET="s3cret"),
                 {"type": "http", "name": "web", "url": url, "headers": []},
@@ -60,15 +60,15 @@ async def test_stdio_and_http_servers_are_used_by_the_model(tmp_path: Path, fake
             pids = [s.pid for s in client_hub_statuses(client, session) if s.pid]
             await client.request("session/close", {"sessionId": session})
             await wait_gone(*pids, timeout=10)
-    tools = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
+    tools = {t["function"]["name"]: t["function"] for t in model.requests[0].tools}
     assert "mcp__local__echo" in tools and "mcp__web__echo" in tools
     assert tools["mcp__local__add"]["parameters"]["properties"].keys() >= {"a", "b"}
-    results = tool_messages(fake_llm)
+    results = tool_messages(model)
     assert results[0] == "hello over stdio"
     assert "42" in results[1]
     assert results[2] == "s3cret", "env from the ACP request reaches the server"
     assert "a red pixel" in results[3] and "image(s) in the next message" in results[3]
-    follow_up = [m for m in fake_llm.last_request["messages"] if m["role"] == "user" and isinstance(m["content"], list)]
+    follow_up = [m for m in model.last_request.messages if m["role"] == "user" and isinstance(m["content"], list)]
     images = [part for part in follow_up[0]["content"] if part["type"] == "image_url"]
     assert images[0]["image_url"]["url"].startswith("data:image/png")
     assert "rejected" in results[5]
@@ -93,9 +93,9 @@ def client_hub_statuses(client: Any, session: str) -> list[Any]:
     return []
 
 
-async def test_a_failing_server_is_reported_and_the_others_work(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(calls=[Call("mcp__ok__echo", {"text": "still fine"})]), Reply("done")])
-    async with tool_agent(tmp_path, fake_llm, open_session=False, mode="full-auto") as (client, editor, _, work):
+async def test_a_failing_server_is_reported_and_the_others_work(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(calls=[Call("mcp__ok__echo", {"text": "still fine"})]), Reply("done")])
+    async with tool_agent(tmp_path, model, open_session=False, mode="full-auto") as (client, editor, _, work):
         servers = [
             stdio_server("ok", "basic"),
             {"name": "missing", "command": "/no/such/mcp-server", "args": [], "env": []},
@@ -109,36 +109,34 @@ async def test_a_failing_server_is_reported_and_the_others_work(tmp_path: Path, 
         assert "server missing could not" in notice and "server dies could not" in notice
         assert "server ok " not in notice and "server slow " not in notice
         assert await client.prompt(session, "echo", timeout=60) == "end_turn"
-    assert tool_messages(fake_llm) == ["still fine"]
-    assert any(t["function"]["name"].startswith("mcp__slow__") for t in fake_llm.requests[0]["tools"])
+    assert tool_messages(model) == ["still fine"]
+    assert any(t["function"]["name"].startswith("mcp__slow__") for t in model.requests[0].tools)
 
 
-async def test_a_server_that_crashes_mid_session_fails_the_call_then_reconnects(
-    tmp_path: Path, fake_llm: FakeLLM
-) -> None:
-    fake_llm.script(
+async def test_a_server_that_crashes_mid_session_fails_the_call_then_reconnects(tmp_path: Path) -> None:
+    model = ScriptedModel(
         [
             Reply(calls=[Call("mcp__flaky__die", {"code": 5})]),
             Reply(calls=[Call("mcp__flaky__ok", {})]),
             Reply("recovered"),
         ]
     )
-    async with tool_agent(tmp_path, fake_llm, open_session=False, mode="full-auto") as (client, editor, _, work):
+    async with tool_agent(tmp_path, model, open_session=False, mode="full-auto") as (client, editor, _, work):
         result = await client.request(
             "session/new", {"cwd": str(work), "mcpServers": [stdio_server("flaky", "crashy")]}, timeout=60
         )
         session = result["sessionId"]
         assert await client.prompt(session, "crash it", timeout=60) == "end_turn"
-    results = tool_messages(fake_llm)
+    results = tool_messages(model)
     assert "flaky" in results[0]
     assert results[1] == "ok"
     statuses = [u.get("status") for u in client.session_updates(session, "tool_call_update") if u.get("status")]
     assert "failed" in statuses and statuses[-1] == "completed"
 
 
-async def test_mcp_prompts_are_slash_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply("Reviewed.")])
-    async with tool_agent(tmp_path, fake_llm, open_session=False) as (client, editor, _, work):
+async def test_mcp_prompts_are_slash_commands(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply("Reviewed.")])
+    async with tool_agent(tmp_path, model, open_session=False) as (client, editor, _, work):
         result = await client.request(
             "session/new", {"cwd": str(work), "mcpServers": [stdio_server("docs", "basic")]}, timeout=60
         )
@@ -148,4 +146,4 @@ async def test_mcp_prompts_are_slash_commands(tmp_path: Path, fake_llm: FakeLLM)
         review = next(c for c in commands if c["name"] == "mcp:docs:review")
         assert review["description"] == "Review a file." and review["input"]["hint"] == "<file>"
         await client.prompt(session, "/mcp:docs:review src/app.py", timeout=60)
-    assert fake_llm.last_request["messages"][-1] == {"role": "user", "content": "Please review src/app.py for bugs."}
+    assert model.last_request.messages[-1] == {"role": "user", "content": "Please review src/app.py for bugs."}

@@ -1,6 +1,6 @@
 """Issue 9's reproductions through the fake editor: each one was seen to succeed before, and must not now.
 
-The agent runs in-process with the real tools; the fake LLM asks for the calls an adversarial model would
+The agent runs in-process with the real tools; the scripted model asks for the calls an adversarial model would
 make; the fake editor answers permission requests as scripted and serves files and terminals for real.
 """
 
@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.store import SessionStore
 from coder_agent.visible import visible
+from tests.support import llm_agent
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
-from tests.support.llm_agent import tool_agent
+from tests.support.fake_llm import FakeLLM, Fault
+from tests.support.scripted_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -28,18 +30,18 @@ def calls(*tool_calls: Call) -> list[Reply]:
     return [Reply(calls=[call]) for call in tool_calls] + [Reply("Done.")]
 
 
-def tool_results(llm: FakeLLM) -> list[str]:
-    return [m["content"] for m in llm.last_request["messages"] if m["role"] == "tool"]
+def tool_results(model: ScriptedModel) -> list[str]:
+    return [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
 
 
 def option_kinds(request: dict[str, Any]) -> list[str]:
     return [option["kind"] for option in request["options"]]
 
 
-async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("write_file", {"path": "notes.txt", "content": "ok\n"}),
             Call("write_file", {"path": str(outside / "abs.txt"), "content": "pwned"}),
@@ -48,7 +50,7 @@ async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path
             Call("write_file", {"path": "src/link/under-src.txt", "content": "pwned"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "link").symlink_to(outside)
         (work / "src").mkdir()
         (work / "src" / "link").symlink_to(outside)
@@ -67,11 +69,11 @@ async def test_always_allow_edits_in_the_workspace_never_writes_outside(tmp_path
     ], "the request names the real place, not the symlink"
 
 
-async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    fake_llm.script(calls(Call("write_file", {"path": "sub/new.txt", "content": "x"})))
-    async with tool_agent(tmp_path, fake_llm, fs=False) as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("write_file", {"path": "sub/new.txt", "content": "x"})))
+    async with tool_agent(tmp_path, model, fs=False) as (client, editor, session, work):
         (work / "sub").mkdir()
         editor.hold_permissions = True
 
@@ -87,14 +89,14 @@ async def test_a_symlink_swapped_in_after_the_check_is_not_followed(tmp_path: Pa
             group.start_soon(swap_then_allow)
             await client.prompt(session, "write")
     assert list(outside.iterdir()) == []
-    assert "changed since it was checked" in tool_results(fake_llm)[0]
+    assert "changed since it was checked" in tool_results(model)[0]
 
 
-async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_path: Path) -> None:
     """`.git/config` (core.fsmonitor, aliases, pagers) and hooks decide what `git status` runs: in accept-edits
     mode, with `git status` allowed, an edit there would be a command nobody approved."""
     config = "[core]\n\tfsmonitor = touch pwned\n"
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": ".git/config"}),
             Call("write_file", {"path": ".git/config", "content": config}),
@@ -103,7 +105,7 @@ async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_
         )
     )
     allowed = {"allow": ["execute:git status"]}
-    async with tool_agent(tmp_path, fake_llm, mode="accept-edits", terminal=False, permissions=allowed) as (
+    async with tool_agent(tmp_path, model, mode="accept-edits", terminal=False, permissions=allowed) as (
         client,
         editor,
         session,
@@ -119,12 +121,12 @@ async def test_accept_edits_cannot_rewrite_what_an_allowed_git_command_runs(tmp_
         assert "whose files decide what git or the agent runs" in str(request["toolCall"]["content"])
     assert (work / ".git" / "config").read_text() == before
     assert not (work / "pwned").exists()
-    assert tool_results(fake_llm)[3].startswith("Exit code: 0")
+    assert tool_results(model)[3].startswith("Exit code: 0")
 
 
-async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Path) -> None:
     bad = "notes\x00.txt"
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("write_file", {"path": bad, "content": "x"}),
             Call("read_file", {"path": bad}),
@@ -133,18 +135,18 @@ async def test_a_path_with_a_nul_byte_is_a_failed_call_not_a_crash(tmp_path: Pat
             Call("glob", {"pattern": "*", "path": bad}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         assert await client.prompt(session, "go") == "end_turn"
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert len(results) == 5 and all("NUL" in r for r in results), results
 
 
-async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Path) -> None:
     disguises = ["true && rm f1", "echo; rm f2", "/bin/rm f3", "\\rm f4", "'rm' f5", "command rm f6",
                  "X=1 rm f7", "ls f8 | xargs rm", "find . -name f9 -delete", "(rm f10)", "bash -c 'rm f11'",
                  "sh -c \"rm f12\""]  # fmt: skip
-    fake_llm.script(calls(*(Call("run_command", {"command": c}) for c in disguises)))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"deny": ["execute:rm"]}) as (
+    model = ScriptedModel(calls(*(Call("run_command", {"command": c}) for c in disguises)))
+    async with tool_agent(tmp_path, model, mode="full-auto", permissions={"deny": ["execute:rm"]}) as (
         client,
         editor,
         session,
@@ -153,16 +155,14 @@ async def test_deny_rules_hold_against_every_disguise_in_full_auto(tmp_path: Pat
         for i in range(1, 13):
             (work / f"f{i}").write_text("keep\n")
         await client.prompt(session, "delete them")
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert all("denied by the rule `execute:rm`" in r for r in results), results
     assert all((work / f"f{i}").exists() for i in range(1, 13))
     assert editor.terminals == {} and editor.permission_requests == []
 
 
-async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
-    tmp_path: Path, fake_llm: FakeLLM
-) -> None:
-    fake_llm.script(
+async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("run_command", {"command": "bash -c 'true'"}),
             Call("run_command", {"command": "bash -c 'rm victim'"}),
@@ -174,7 +174,7 @@ async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
             Call("run_command", {"command": "git diff --output=written.txt"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, terminal=False) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, terminal=False) as (client, editor, session, work):
         (work / "victim").write_text("keep\n")
         always, once = "allow_always", "reject_once"
         editor.permission_answers = [always, once, always, once, always, once, always]
@@ -189,10 +189,10 @@ async def test_always_for_an_interpreter_or_a_write_flag_is_the_exact_command(
     assert (work / "victim").exists() and not (work / "written.txt").exists() and not (work / "pwned").exists()
 
 
-async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path: Path) -> None:
     command = "echo " + " ".join(f"step{i}" for i in range(40)) + " && touch pwned"
-    fake_llm.script(calls(Call("run_command", {"command": command})))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("run_command", {"command": command})))
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
     request = editor.permission_requests[0]["toolCall"]
@@ -204,12 +204,10 @@ async def test_a_long_command_is_shown_whole_in_the_permission_request(tmp_path:
 
 
 @pytest.mark.parametrize("hiding", ["\x1b[2K\x1b[G", "\u202e", "\r"])
-async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
-    tmp_path: Path, fake_llm: FakeLLM, hiding: str
-) -> None:
+async def test_a_request_shows_characters_that_could_hide_part_of_the_command(tmp_path: Path, hiding: str) -> None:
     command = f"touch pwned; {hiding}echo safe"
-    fake_llm.script(calls(Call("run_command", {"command": command})))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("run_command", {"command": command})))
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
     request = editor.permission_requests[0]["toolCall"]
@@ -221,16 +219,16 @@ async def test_a_request_shows_characters_that_could_hide_part_of_the_command(
     assert not (work / "pwned").exists()
 
 
-async def test_what_cannot_be_parsed_gets_no_always(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(Call("run_command", {"command": "$CMD f"})))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+async def test_what_cannot_be_parsed_gets_no_always(tmp_path: Path) -> None:
+    model = ScriptedModel(calls(Call("run_command", {"command": "$CMD f"})))
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "run")
     assert option_kinds(editor.permission_requests[0]) == ["allow_once", "reject_once"]
 
 
 async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
-    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keys = {
         "OPENAI_API_KEY": "sk-openai-leak-000001",
@@ -244,18 +242,18 @@ async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
     store = SessionStore(tmp_path / "store")
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("run_command", {"command": "env"}),
             Call("read_file", {"path": ".env"}),
             Call("write_file", {"path": "copy.env", "content": "OPENAI_API_KEY=sk-openai-leak-000001\n"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, terminal=False, store=store) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, terminal=False, store=store) as (client, editor, session, work):
         (work / ".env").write_text("AWS_SECRET_ACCESS_KEY=aws-leak-000005\n")
         await client.prompt(session, "look")
         frames = str(client.session_updates(session)) + str(editor.permission_requests)
-    results = "\n".join(tool_results(fake_llm))
+    results = "\n".join(tool_results(model))
     assert "HARMLESS_SETTING=visible" in results
     stored = "".join(p.read_text() for p in (tmp_path / "store").rglob("*") if p.is_file())
     for value in keys.values():
@@ -266,6 +264,7 @@ async def test_no_key_reaches_a_child_a_result_a_request_or_the_store(
     assert "[redacted OPENAI_API_KEY]" in str(editor.permission_requests[-1])
 
 
+# On the fake LLM: the key comes back in a provider's HTTP error bodies, through litellm's retries and errors.
 async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
     tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -277,7 +276,7 @@ async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
             Fault.status(401, message=f"Incorrect API key provided: {key}"),
         ]
     )
-    async with tool_agent(tmp_path, fake_llm, retries=1) as (client, editor, session, work):
+    async with llm_agent.tool_agent(tmp_path, fake_llm, retries=1) as (client, editor, session, work):
         with pytest.raises(RpcFailure) as failed:
             await client.prompt(session, "hi")
     assert "Incorrect API key provided" in str(failed.value)
@@ -285,12 +284,10 @@ async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
     assert "[redacted ANTHROPIC_API_KEY]" in str(client.frames)
 
 
-async def test_editor_terminals_get_the_keys_blanked(
-    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_editor_terminals_get_the_keys_blanked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-terminal-leak-01")
-    fake_llm.script(calls(Call("run_command", {"command": 'echo "[$ANTHROPIC_API_KEY]"'})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("run_command", {"command": 'echo "[$ANTHROPIC_API_KEY]"'})))
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "env")
     terminal = next(iter(editor.terminals.values()))
     assert terminal.env["ANTHROPIC_API_KEY"] == ""
@@ -334,11 +331,11 @@ def local_server() -> Iterator[tuple[str, list[str]]]:
 
 
 async def test_fetch_of_a_local_address_asks_even_in_full_auto(
-    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+    tmp_path: Path, local_server: tuple[str, list[str]]
 ) -> None:
     base, seen = local_server
-    fake_llm.script(calls(Call("fetch", {"url": f"{base}/page"})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("fetch", {"url": f"{base}/page"})))
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         editor.default_permission = "reject_once"
         await client.prompt(session, "fetch")
     request = editor.permission_requests[0]
@@ -347,19 +344,17 @@ async def test_fetch_of_a_local_address_asks_even_in_full_auto(
     assert seen == [], "nothing reached the local server"
 
 
-async def test_fetch_redirects_are_judged_hop_by_hop(
-    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
-) -> None:
+async def test_fetch_redirects_are_judged_hop_by_hop(tmp_path: Path, local_server: tuple[str, list[str]]) -> None:
     base, seen = local_server
-    fake_llm.script(calls(Call("fetch", {"url": f"{base}/hop"}), Call("fetch", {"url": f"{base}/away"})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"allow": ["fetch:127.0.0.1"]}) as (
+    model = ScriptedModel(calls(Call("fetch", {"url": f"{base}/hop"}), Call("fetch", {"url": f"{base}/away"})))
+    async with tool_agent(tmp_path, model, mode="full-auto", permissions={"allow": ["fetch:127.0.0.1"]}) as (
         client,
         editor,
         session,
         work,
     ):
         await client.prompt(session, "fetch")
-    hop, away = tool_results(fake_llm)
+    hop, away = tool_results(model)
     assert "page /page for 127.0.0.1:" in hop, "a redirect within the approved host is followed"
     assert "localhost" in away and "not followed" in away
     assert "/secret" not in seen
@@ -367,15 +362,15 @@ async def test_fetch_redirects_are_judged_hop_by_hop(
 
 
 async def test_a_local_page_allowed_once_cannot_redirect_to_another_port(
-    tmp_path: Path, fake_llm: FakeLLM, local_server: tuple[str, list[str]]
+    tmp_path: Path, local_server: tuple[str, list[str]]
 ) -> None:
     """Allowing one local page (a dev server) is not allowing every service on that machine."""
     base, seen = local_server
-    fake_llm.script(calls(Call("fetch", {"url": f"{base}/port"}), Call("fetch", {"url": f"{base}/hop"})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("fetch", {"url": f"{base}/port"}), Call("fetch", {"url": f"{base}/hop"})))
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         editor.default_permission = "allow_once"
         await client.prompt(session, "fetch")
-    other_port, same_port = tool_results(fake_llm)
+    other_port, same_port = tool_results(model)
     assert "127.0.0.1:9/secret" in other_port and "not followed" in other_port, other_port
     assert "page /page for 127.0.0.1:" in same_port, "a redirect to the same host and port is followed"
 

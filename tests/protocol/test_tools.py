@@ -1,4 +1,5 @@
-"""The built-in tools end to end: the fake LLM asks for tool calls, the fake editor serves fs and terminals for real."""
+"""The built-in tools end to end: the scripted model asks for tool calls, the fake editor serves fs and terminals for
+real."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from tests.support.acp_client import FakeClient
-from tests.support.fake_llm import Call, FakeLLM, Reply
-from tests.support.llm_agent import tool_agent
 from tests.support.processes import wait_gone
+from tests.support.scripted_agent import tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -22,8 +23,8 @@ def calls(*tool_calls: Call) -> list[Reply]:
     return [Reply(calls=[call]) for call in tool_calls] + [Reply("All done.")]
 
 
-def tool_results(llm: FakeLLM) -> list[str]:
-    return [m["content"] for m in llm.last_request["messages"] if m["role"] == "tool"]
+def tool_results(model: ScriptedModel) -> list[str]:
+    return [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
 
 
 def updates_for(client: FakeClient, session: str, kind: str) -> list[dict[str, Any]]:
@@ -39,14 +40,14 @@ def final_status(client: FakeClient, session: str) -> list[str]:
     return list(status.values())
 
 
-async def test_an_approved_edit_is_a_diff_written_through_the_editor(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_an_approved_edit_is_a_diff_written_through_the_editor(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "app.py"}),
             Call("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "app.py").write_text("import os\nx = 1\n")
         assert await client.prompt(session, "bump x") == "end_turn"
     assert editor.writes == [(str(work / "app.py"), "import os\nx = 2\n")]
@@ -71,17 +72,17 @@ async def test_an_approved_edit_is_a_diff_written_through_the_editor(tmp_path: P
     ]
     assert all("status" in u for u in edit_updates), "every update says the call's status"
     assert final_status(client, session) == ["completed", "completed"]
-    assert "has been edited" in tool_results(fake_llm)[1]
+    assert "has been edited" in tool_results(model)[1]
 
 
-async def test_reads_see_unsaved_buffers_and_stale_edits_are_refused(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_reads_see_unsaved_buffers_and_stale_edits_are_refused(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "notes.txt"}),
             Call("edit_file", {"path": "notes.txt", "old_string": "draft", "new_string": "final"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "notes.txt").write_text("on disk\n")
         editor.set_buffer(work / "notes.txt", "draft in the buffer\n")
         real_read = editor.read_text_file
@@ -97,15 +98,15 @@ async def test_reads_see_unsaved_buffers_and_stale_edits_are_refused(tmp_path: P
 
         client.handlers["fs/read_text_file"] = read_then_user_types
         await client.prompt(session, "finalize")
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert "draft in the buffer" in results[0]
     assert "changed since you last read it" in results[1]
     assert editor.writes == []
     assert final_status(client, session) == ["completed", "failed"]
 
 
-async def test_edits_need_a_read_first_and_bad_edits_fail_before_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_edits_need_a_read_first_and_bad_edits_fail_before_asking(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("edit_file", {"path": "a.py", "old_string": "a", "new_string": "b"}),
             Call("read_file", {"path": "a.py"}),
@@ -113,47 +114,47 @@ async def test_edits_need_a_read_first_and_bad_edits_fail_before_asking(tmp_path
             Call("edit_file", {"path": "a.py", "old_string": "x", "new_string": "y"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "a.py").write_text("x\nx\n")
         await client.prompt(session, "edit")
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert "before you edit it" in results[0]
     assert "did not appear verbatim" in results[2] or "not found" in results[2].lower()
     assert "lines 1" in results[3] or "1, 2" in results[3] or "line 1" in results[3]
     assert editor.permission_requests == [], "failing edits never reach the user"
 
 
-async def test_multi_edit_applies_all_or_nothing(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_multi_edit_applies_all_or_nothing(tmp_path: Path) -> None:
     bad = [{"old_string": "one", "new_string": "1"}, {"old_string": "nope", "new_string": "2"}]
     good = [{"old_string": "one", "new_string": "1"}, {"old_string": "two", "new_string": "2"}]
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "n.txt"}),
             Call("edit_file", {"path": "n.txt", "edits": bad}),
             Call("edit_file", {"path": "n.txt", "edits": good}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="accept-edits") as (client, editor, session, work):
         (work / "n.txt").write_text("one two\n")
         await client.prompt(session, "numbers")
     assert editor.writes == [(str(work / "n.txt"), "1 2\n")]
 
 
-async def test_write_file_creates_and_overwrite_needs_a_read(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_write_file_creates_and_overwrite_needs_a_read(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("write_file", {"path": "new/dir/file.md", "content": "# Title\n"}),
             Call("write_file", {"path": "old.md", "content": "replaced\n"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "old.md").write_text("old\n")
         await client.prompt(session, "write")
     assert (work / "new/dir/file.md").read_text() == "# Title\n"
     asked = editor.permission_requests[0]["toolCall"]["content"][0]
     assert asked["type"] == "diff"
     assert asked.get("oldText") is None, "a new file has no old text"
-    assert "before you overwrite it" in tool_results(fake_llm)[1]
+    assert "before you overwrite it" in tool_results(model)[1]
     assert (work / "old.md").read_text() == "old\n"
 
 
@@ -167,9 +168,9 @@ async def test_write_file_creates_and_overwrite_needs_a_read(tmp_path: Path, fak
     ],
 )
 async def test_permission_outcomes(
-    tmp_path: Path, fake_llm: FakeLLM, answer: str, written: bool, asked_again: bool, result_says: str
+    tmp_path: Path, answer: str, written: bool, asked_again: bool, result_says: str
 ) -> None:
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "src/a.py"}),
             Call("edit_file", {"path": "src/a.py", "old_string": "a", "new_string": "b"}),
@@ -177,7 +178,7 @@ async def test_permission_outcomes(
             Call("edit_file", {"path": "src/c.py", "old_string": "c", "new_string": "d"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / "src").mkdir()
         (work / "src/a.py").write_text("a\n")
         (work / "src/c.py").write_text("c\n")
@@ -185,7 +186,7 @@ async def test_permission_outcomes(
         await client.prompt(session, "edit both")
     assert ((work / "src/a.py").read_text() == "b\n") is written
     assert len(editor.permission_requests) == (2 if asked_again else 1)
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert result_says in results[1]
     if answer == "reject_always":
         assert "denied by the rule `edit:src/**`" in results[3]
@@ -194,9 +195,9 @@ async def test_permission_outcomes(
         assert (work / "src/c.py").read_text() == "d\n"
 
 
-async def test_cancel_while_asking_ends_the_turn_cancelled(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(calls=[Call("run_command", {"command": "echo hi"})]), Reply("unused")])
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+async def test_cancel_while_asking_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo hi"})]), Reply("unused")])
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         editor.hold_permissions = True
         answers: list[str] = []
 
@@ -214,9 +215,9 @@ async def test_cancel_while_asking_ends_the_turn_cancelled(tmp_path: Path, fake_
     )
 
 
-async def test_commands_run_in_the_editor_terminal_and_are_released(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(Call("run_command", {"command": "echo hello; echo oops >&2; exit 3"})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+async def test_commands_run_in_the_editor_terminal_and_are_released(tmp_path: Path) -> None:
+    model = ScriptedModel(calls(Call("run_command", {"command": "echo hello; echo oops >&2; exit 3"})))
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "run")
         assert editor.unreleased() == []
     assert len(editor.terminals) == 1
@@ -229,26 +230,26 @@ async def test_commands_run_in_the_editor_terminal_and_are_released(tmp_path: Pa
         if c["type"] == "terminal"
     ]
     assert embedded, "the terminal is shown in the tool call"
-    result = tool_results(fake_llm)[0]
+    result = tool_results(model)[0]
     assert "Exit code: 3" in result
     assert "hello" in result and "oops" in result
     assert final_status(client, session) == ["failed"]
     assert updates_for(client, session, "tool_call")[0]["kind"] == "execute"
 
 
-async def test_a_command_that_times_out_is_killed_with_its_children(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_command_that_times_out_is_killed_with_its_children(tmp_path: Path) -> None:
     command = "sleep 60 & sleep 60 & wait"
-    fake_llm.script(calls(Call("run_command", {"command": command, "timeout_ms": 1000})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("run_command", {"command": command, "timeout_ms": 1000})))
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "hang")
         assert editor.unreleased() == []
         assert await editor.wait_no_live_pids() == []
-    assert "Timed out" in tool_results(fake_llm)[0]
+    assert "Timed out" in tool_results(model)[0]
 
 
-async def test_cancel_kills_the_running_command_and_its_children(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply(calls=[Call("run_command", {"command": "sleep 60 & sleep 60 & wait"})]), Reply("x")])
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+async def test_cancel_kills_the_running_command_and_its_children(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "sleep 60 & sleep 60 & wait"})]), Reply("x")])
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         answers: list[str] = []
 
         async def prompt() -> None:
@@ -263,9 +264,9 @@ async def test_cancel_kills_the_running_command_and_its_children(tmp_path: Path,
         assert await editor.wait_no_live_pids() == []
 
 
-async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_path: Path) -> None:
     marker = tmp_path / "children.pid"
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "f.txt"}),
             Call("edit_file", {"path": "f.txt", "old_string": "old", "new_string": "new"}),
@@ -273,7 +274,7 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
             Call("run_command", {"command": f"sleep 60 & echo $! > {marker}; exit 0"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, fs=False, terminal=False, mode="full-auto") as (
+    async with tool_agent(tmp_path, model, fs=False, terminal=False, mode="full-auto") as (
         client,
         editor,
         session,
@@ -284,7 +285,7 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
         methods = {r["method"] for r in client.agent_requests}
         assert not any(m.startswith(("fs/", "terminal/")) for m in methods), methods
     assert (work / "f.txt").read_text() == "new\n"
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert results[2].startswith("Exit code: 0")
     assert "new" in results[2] and "200000" in results[2]
     assert "characters omitted" in results[2], "huge output is cut in the middle"
@@ -293,52 +294,51 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
     await wait_gone(child, timeout=5)
 
 
-async def test_read_only_mode_denies_changes_without_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_read_only_mode_denies_changes_without_asking(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(Call("write_file", {"path": "x.txt", "content": "x"}), Call("run_command", {"command": "ls"}))
     )
-    async with tool_agent(tmp_path, fake_llm, mode="read-only") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="read-only") as (client, editor, session, work):
         await client.prompt(session, "try")
     assert editor.permission_requests == []
-    assert all("read-only mode" in r for r in tool_results(fake_llm))
+    assert all("read-only mode" in r for r in tool_results(model))
     assert not (work / "x.txt").exists()
 
 
-async def test_accept_edits_mode_edits_freely_but_asks_for_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_accept_edits_mode_edits_freely_but_asks_for_commands(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(Call("write_file", {"path": "x.txt", "content": "x"}), Call("run_command", {"command": "ls"}))
     )
-    async with tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="accept-edits") as (client, editor, session, work):
         await client.prompt(session, "go")
     assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["execute"]
     assert (work / "x.txt").read_text() == "x"
 
 
-async def test_full_auto_still_asks_outside_the_workspace_and_for_symlink_escapes(
-    tmp_path: Path, fake_llm: FakeLLM
-) -> None:
+async def test_full_auto_still_asks_outside_the_workspace_and_for_symlink_escapes(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret\n")
-    fake_llm.script(
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": str(outside / "secret.txt")}),
             Call("read_file", {"path": "link/secret.txt"}),
             Call("run_command", {"command": "true"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         (work / "link").symlink_to(outside)
         editor.permission_answers = ["reject_once", "reject_once"]
         await client.prompt(session, "peek")
     assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["read", "read"]
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert "rejected" in results[0] and "rejected" in results[1]
     assert results[2].startswith("Exit code: 0")
 
 
-async def test_modes_are_session_modes_and_a_config_option(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+async def test_modes_are_session_modes_and_a_config_option(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         response = await client.request("session/new", {"cwd": str(work), "mcpServers": []})
         assert response["modes"]["currentModeId"] == "default"
         assert {m["id"] for m in response["modes"]["availableModes"]} == {
@@ -362,76 +362,76 @@ async def test_modes_are_session_modes_and_a_config_option(tmp_path: Path, fake_
     assert options[-1]["configOptions"][0]["currentValue"] == "read-only"
 
 
-async def test_plan_updates_reach_the_client(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_plan_updates_reach_the_client(tmp_path: Path) -> None:
     entries = [
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix the bug", "status": "in_progress", "priority": "high"},
     ]
-    fake_llm.script(calls(Call("update_plan", {"entries": entries})))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("update_plan", {"entries": entries})))
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         await client.prompt(session, "plan")
     plan = updates_for(client, session, "plan")[-1]["entries"]
     assert plan == [
         {"content": "Read the code", "status": "completed", "priority": "medium"},
         {"content": "Fix the bug", "status": "in_progress", "priority": "high"},
     ]
-    assert "1 of 2" in tool_results(fake_llm)[0]
+    assert "1 of 2" in tool_results(model)[0]
 
 
-async def test_grep_and_glob_respect_gitignore(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_grep_and_glob_respect_gitignore(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("grep", {"pattern": "needle", "output_mode": "content"}),
             Call("glob", {"pattern": "**/*.py"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         (work / ".gitignore").write_text("build/\n")
         (work / "build").mkdir()
         (work / "build" / "gen.py").write_text("needle\n")
         (work / "src").mkdir()
         (work / "src" / "main.py").write_text("x = 1\nneedle = 2\n")
         await client.prompt(session, "find")
-    grep_result, glob_result = tool_results(fake_llm)
+    grep_result, glob_result = tool_results(model)
     assert "src/main.py:2:needle = 2" in grep_result
     assert "build" not in grep_result
     assert "src/main.py" in glob_result and "build" not in glob_result
     assert [s["kind"] for s in updates_for(client, session, "tool_call")] == ["search", "search"]
 
 
-async def test_binary_and_non_utf8_files_are_refused_and_untouched(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(
+async def test_binary_and_non_utf8_files_are_refused_and_untouched(tmp_path: Path) -> None:
+    model = ScriptedModel(
         calls(
             Call("read_file", {"path": "image.bin"}),
             Call("read_file", {"path": "latin1.txt"}),
             Call("write_file", {"path": "latin1.txt", "content": "clobbered"}),
         )
     )
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto") as (client, editor, session, work):
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
         (work / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
         (work / "latin1.txt").write_bytes("café\n".encode("latin-1"))
         await client.prompt(session, "read")
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert all("not a UTF-8 text file" in r for r in results)
     assert (work / "latin1.txt").read_bytes() == "café\n".encode("latin-1")
     assert editor.reads == []
 
 
-async def test_invalid_arguments_and_unknown_tools_are_results(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(Call("read_file", {"offset": 3}), Call("read_file", "{not json"), Call("teleport", {})))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+async def test_invalid_arguments_and_unknown_tools_are_results(tmp_path: Path) -> None:
+    model = ScriptedModel(calls(Call("read_file", {"offset": 3}), Call("read_file", "{not json"), Call("teleport", {})))
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         await client.prompt(session, "oops")
-    results = tool_results(fake_llm)
+    results = tool_results(model)
     assert "path" in results[0] and "Invalid arguments" in results[0]
     assert "Invalid arguments" in results[1]
     assert "no tool named 'teleport'" in results[2]
 
 
-async def test_tool_schemas_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.add(Reply("hi"))
-    async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+async def test_tool_schemas_sent_to_the_model(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply("hi")])
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
         await client.prompt(session, "hi")
-    tools = {t["function"]["name"]: t["function"] for t in fake_llm.last_request["tools"]}
+    tools = {t["function"]["name"]: t["function"] for t in model.last_request.tools}
     names = "read_file write_file edit_file glob grep run_command fetch update_plan ask_user"
     assert set(tools) == set(names.split())
     for spec in tools.values():
@@ -442,20 +442,20 @@ async def test_tool_schemas_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM)
     assert tools["run_command"]["parameters"]["required"] == ["command"]
 
 
-async def test_config_deny_rules_block_commands(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script(calls(Call("run_command", {"command": "git push --force"})))
-    async with tool_agent(tmp_path, fake_llm, mode="full-auto", permissions={"deny": ["execute:git push"]}) as (
+async def test_config_deny_rules_block_commands(tmp_path: Path) -> None:
+    model = ScriptedModel(calls(Call("run_command", {"command": "git push --force"})))
+    async with tool_agent(tmp_path, model, mode="full-auto", permissions={"deny": ["execute:git push"]}) as (
         client,
         editor,
         session,
         work,
     ):
         await client.prompt(session, "push")
-    assert "denied by the rule `execute:git push`" in tool_results(fake_llm)[0]
+    assert "denied by the rule `execute:git push`" in tool_results(model)[0]
     assert editor.terminals == {}
 
 
-async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path) -> None:
     import http.server
     import threading
 
@@ -476,28 +476,26 @@ async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path, fake_llm:
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/docs"
-        fake_llm.script(calls(Call("fetch", {"url": url}), Call("fetch", {"url": "file:///etc/passwd"})))
-        async with tool_agent(tmp_path, fake_llm) as (client, editor, session, work):
+        model = ScriptedModel(calls(Call("fetch", {"url": url}), Call("fetch", {"url": "file:///etc/passwd"})))
+        async with tool_agent(tmp_path, model) as (client, editor, session, work):
             await client.prompt(session, "read the docs")
     finally:
         server.shutdown()
         server.server_close()
-    first, second = tool_results(fake_llm)
+    first, second = tool_results(model)
     assert "Docs\nUse frob() ." in first or "Docs\nUse frob()." in first
     assert "x{}" not in first
     assert "Only http:// and https://" in second
     assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["fetch"], "a bad URL fails before asking"
 
 
-async def test_commands_do_not_see_the_model_key(
-    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_commands_do_not_see_the_model_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("CODER_AGENT_API_KEY", "sk-nor-this")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    fake_llm.script(calls(Call("run_command", {"command": "env"})))
-    async with tool_agent(tmp_path, fake_llm, terminal=False, mode="full-auto") as (client, editor, session, work):
+    model = ScriptedModel(calls(Call("run_command", {"command": "env"})))
+    async with tool_agent(tmp_path, model, terminal=False, mode="full-auto") as (client, editor, session, work):
         await client.prompt(session, "env")
-    output = tool_results(fake_llm)[0]
+    output = tool_results(model)[0]
     assert "HARMLESS_SETTING=visible" in output
     assert "sk-should-not-leak" not in output and "sk-nor-this" not in output
