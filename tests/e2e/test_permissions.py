@@ -154,7 +154,7 @@ def serve_local_pages() -> tuple[http.server.ThreadingHTTPServer, list[str]]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server, seen
 
 
