@@ -7,7 +7,7 @@ This module owns:
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
-  extra call parameters, the default mode, allow rules);
+  extra call parameters, the default mode, allow rules, the sandbox), and its deny rules add to the user's;
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from coder_agent.errors import field_problems
 from coder_agent.permissions.modes import ModeName
+from coder_agent.sandbox.settings import SandboxConfig
 
 __all__ = [
     "API_KEY_ENV_VAR",
@@ -42,6 +43,7 @@ __all__ = [
     "ModeName",
     "PermissionsConfig",
     "ReasoningEffort",
+    "SandboxConfig",
     "api_key_env_names",
     "load_config",
     "project_config_file",
@@ -160,10 +162,14 @@ class Config(BaseModel):
     """Models offered in the editor's model picker, besides `model`."""
 
     default_mode: ModeName = "default"
-    """The session mode a new session starts in: "read-only", "default", "accept-edits" or "full-auto"."""
+    """The session mode a new session starts in: "read-only", "default", "accept-edits", "auto" (where commands can
+    be sandboxed; "default" elsewhere) or "full-auto"."""
 
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     """Standing allow/deny rules for tool calls."""
+
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """How commands are contained: the walls around them, their network, their limits."""
 
     extra_params: dict[str, Any] = Field(default_factory=dict)
     """Advanced: extra keyword arguments passed through to the model call (e.g. provider-specific options).
@@ -263,7 +269,7 @@ def load_config(
         project_path = project_config_file(cwd)
         data = _load_file(project_path, required_by=None)
         if data is not None:
-            apply(_without_trusted_fields(data, project_path), str(project_path))
+            apply(_joining_deny_rules(_without_trusted_fields(data, project_path), merged), str(project_path))
 
     env_file = env.get(CONFIG_ENV_VAR, "").strip()
     if env_file:
@@ -302,9 +308,11 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("extra_params",),
     ("default_mode",),
     ("permissions", "allow"),
+    ("sandbox",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
-server, or grant itself permissions. Set these in the user file, the environment, or with --config."""
+server, grant itself permissions, or widen the sandbox's walls. Set these in the user file, the environment, or
+with --config."""
 
 
 def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -318,6 +326,17 @@ def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:
             del parent[keys[-1]]
             _log.warning("%s: ignoring %r: a project file may not set it (use the user config)", path, ".".join(keys))
     return kept
+
+
+def _joining_deny_rules(data: dict[str, Any], merged: Mapping[str, Any]) -> dict[str, Any]:
+    """A project file's deny rules come on top of the user's: lists replace each other between layers, and a
+    project's `deny = []` must not wipe the rules its user set."""
+    project = data.get("permissions", {}).get("deny")
+    if project is None:
+        return data
+    user = merged.get("permissions", {}).get("deny", [])
+    data["permissions"]["deny"] = list(dict.fromkeys([*user, *project]))
+    return data
 
 
 def api_key_env_names(config: Config) -> list[str]:
