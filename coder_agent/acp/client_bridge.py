@@ -41,6 +41,7 @@ from coder_agent.protocol.schema import (
     ToolCallUpdate,
     UrlElicitation,
 )
+from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import editor_terminal_env
 from coder_agent.session.bridge import (
     COMMAND_ENV,
@@ -48,7 +49,7 @@ from coder_agent.session.bridge import (
     BridgeError,
     CommandResult,
     ShowContent,
-    shell_argv,
+    command_line,
 )
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.user_questions import ACCEPT, Answer, FormQuestion, Question, not_asked, refusal
@@ -231,17 +232,21 @@ class AcpClientBridge:
 
     # ---- commands -----------------------------------------------------------------------------
 
-    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
-        """In the editor's terminal: create, show, wait (bounded), kill if needed, read, always release."""
+    async def run_command(
+        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+    ) -> CommandResult:
+        """In the editor's terminal: create, show, wait (bounded), kill if needed, read, always release. Inside
+        the sandbox, the terminal runs the sandbox's launcher, which puts the walls up and becomes the command."""
         if not self.capabilities.terminal:
             await self._fallback("commands")
-            return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show)
-        shell, *args = shell_argv(command)
+            return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
+        (program, *args), extra_env = command_line(command, sandbox)
+        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env}
         params: dict[str, Any] = {
-            "command": shell,
+            "command": program,
             "args": args,
             "cwd": str(cwd),
-            "env": [{"name": k, "value": v} for k, v in {**editor_terminal_env(), **COMMAND_ENV}.items()],
+            "env": [{"name": k, "value": v} for k, v in env.items()],
             "outputByteLimit": OUTPUT_BYTE_LIMIT,
         }
         try:

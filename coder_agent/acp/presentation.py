@@ -5,7 +5,7 @@ The policy (`coder_agent.permissions`) holds plain data; this module turns it in
 
 from __future__ import annotations
 
-from coder_agent.permissions import MODES, Choice
+from coder_agent.permissions import Choice, available_modes
 from coder_agent.protocol.schema import (
     PermissionOption,
     SessionMode,
@@ -13,12 +13,13 @@ from coder_agent.protocol.schema import (
 )
 
 
-def session_modes() -> list[SessionMode]:
-    return [SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES.values()]
+def session_modes(sandboxed: bool) -> list[SessionMode]:
+    """The modes offered: `auto` only to a session whose commands run inside a sandbox."""
+    return [SessionMode(id=m.id, name=m.name, description=m.description) for m in available_modes(sandboxed)]
 
 
-def mode_state(current: str) -> SessionModeState:
-    return SessionModeState(current_mode_id=current, available_modes=session_modes())
+def mode_state(current: str, sandboxed: bool) -> SessionModeState:
+    return SessionModeState(current_mode_id=current, available_modes=session_modes(sandboxed))
 
 
 def permission_options(choices: list[Choice]) -> list[PermissionOption]:

@@ -183,7 +183,8 @@ class AcpServer:
 
 
 def _session_state(session: Session) -> dict[str, Any]:
-    return {"modes": mode_state(session.state.policy.mode), "config_options": config_options(session.state)}
+    policy = session.state.policy
+    return {"modes": mode_state(policy.mode, policy.sandboxed), "config_options": config_options(session.state)}
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

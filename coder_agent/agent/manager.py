@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import secrets
-from coder_agent.agent import commands, system_prompt
+from coder_agent.agent import commands, sandboxing, system_prompt
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -150,10 +150,14 @@ class SessionManager:
         )
         session = Session(state, services)
         try:
+            await self._sandbox(session)
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
                 state.restore(record)
+            fell_back = state.set_sandboxed(services.sandbox is not None)
+            if services.sandbox_problem is not None:
+                services.notices.append(sandboxing.not_sandboxed_notice(services.sandbox_problem, fell_back=fell_back))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
@@ -162,6 +166,13 @@ class SessionManager:
             services.saver = Saver(self.store, state.to_record, self.tasks, _saving_failed(session))
         self.sessions[session_id] = session
         return session
+
+    async def _sandbox(self, session: Session) -> None:
+        services = session.services
+        store_root = self.store.root if self.store is not None else None
+        services.sandbox, services.sandbox_problem = await sandboxing.open_sandbox(session, store_root)
+        if services.sandbox is not None:
+            services.closers.append(services.sandbox.aclose)
 
     async def _load_record(self, session_id: str) -> SessionRecord:
         if self.store is None:

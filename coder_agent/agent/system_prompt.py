@@ -66,7 +66,7 @@ async def prepare(ctx: TurnContext) -> None:
         return
     env = await _describe(ctx)
     if ctx.conversation.system is None:
-        _fix(ctx.conversation, env, ctx.policy.mode)
+        _fix(ctx, env)
 
 
 async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
@@ -77,7 +77,7 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     mode = ctx.policy.mode
     env = await _describe(ctx)
     if conversation.system is None:
-        _fix(conversation, env, mode)
+        _fix(ctx, env)
         return system_message(conversation), None
     now = facts(env, mode)
     changed = changes(conversation.environment, now)
@@ -94,9 +94,11 @@ async def current_system_message(ctx: TurnContext) -> Message:
     return system_message(ctx.conversation)
 
 
-def _fix(conversation: Conversation, env: workspace.Environment, mode: str) -> None:
-    system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode))
-    conversation.fix_prompt(system, facts(env, mode))
+def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
+    mode = ctx.policy.mode
+    walls = ctx.sandbox.walls.describe() if ctx.sandbox is not None else None
+    system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode), sandbox=walls)
+    ctx.conversation.fix_prompt(system, facts(env, mode))
 
 
 async def _describe(ctx: TurnContext) -> workspace.Environment:

@@ -13,7 +13,15 @@ Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter
 """
 
 from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, offer, restore_rules
-from coder_agent.permissions.modes import DEFAULT_MODE, MODES, ModeInfo, ModeName, is_mode
+from coder_agent.permissions.modes import (
+    DEFAULT_MODE,
+    MODES,
+    SANDBOXED_MODES,
+    ModeInfo,
+    ModeName,
+    available_modes,
+    is_mode,
+)
 from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
 from coder_agent.permissions.paths import Place, resolve, still_there
 from coder_agent.permissions.policy import Action, Decision, PermissionPolicy, Verdict
@@ -24,6 +32,7 @@ __all__ = [
     "ALLOWING",
     "DEFAULT_MODE",
     "MODES",
+    "SANDBOXED_MODES",
     "Action",
     "Choice",
     "ChoiceKind",
@@ -40,6 +49,7 @@ __all__ = [
     "TargetError",
     "Verdict",
     "analyse",
+    "available_modes",
     "chosen",
     "is_mode",
     "offer",

@@ -82,6 +82,8 @@ def chosen(choices: Sequence[Choice], answer: object) -> ChoiceKind:
 def offer(policy: PermissionPolicy, action: Action) -> Offer:
     """What "always allow" and "always reject" would remember for this action (no "always" whose rule holds
     characters its label could not show: escapes, zero-width or bidirectional ones)."""
+    if action.outside_because is not None:
+        return Offer((), ())  # leaving the sandbox is asked about each time
     allow, deny = _candidates(policy, action)
     if any(visible(str(rule)) != str(rule) for rule in (*allow, *deny)):
         return Offer((), ())

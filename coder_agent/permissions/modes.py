@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeGuard, get_args
 
-ModeName = Literal["read-only", "default", "accept-edits", "full-auto"]
+ModeName = Literal["read-only", "default", "accept-edits", "auto", "full-auto"]
 DEFAULT_MODE: ModeName = "default"
 
 
@@ -39,15 +39,31 @@ MODES: dict[ModeName, ModeInfo] = {
             "commands and fetches.",
         ),
         ModeInfo(
+            "auto",
+            "Auto (sandboxed)",
+            "Edits in the workspace and commands inside the sandbox run without asking; a command that needs to "
+            "leave the sandbox, fetches and MCP tools ask. Offered where commands can be sandboxed.",
+        ),
+        ModeInfo(
             "full-auto",
-            "Full auto",
-            "Edits, commands and fetches run without asking. Commands can reach anything your account can; "
-            "file tools, fetches of local addresses and visible command writes outside the workspace still ask.",
+            "Full auto (no sandbox)",
+            "Edits, commands and fetches run without asking, and commands run outside the sandbox: they can reach "
+            "anything your account can. File tools, fetches of local addresses and visible command writes outside "
+            "the workspace still ask.",
         ),
     )
 }
 assert set(MODES) == set(get_args(ModeName)), "every mode has one row"
 
 
+SANDBOXED_MODES: frozenset[ModeName] = frozenset({"auto"})
+"""Modes offered only where the session's commands can be sandboxed."""
+
+
 def is_mode(value: str) -> TypeGuard[ModeName]:
     return value in MODES
+
+
+def available_modes(sandboxed: bool) -> list[ModeInfo]:
+    """The modes a session may be in: `auto` only where its commands run inside a sandbox."""
+    return [m for m in MODES.values() if sandboxed or m.id not in SANDBOXED_MODES]

@@ -5,7 +5,8 @@
 1. **Deny rules** (config, or "always reject" this session): deny if any one matches any part of the action:
    a path it touches, a simple command it runs (or a wrapper layer of one), a file a command writes, the host.
 2. **Read-only mode**: anything but reading, searching and fetching is denied.
-3. **Containment**: a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
+3. **Containment**: a command that would leave the session's sandbox asks (outside full-auto: no rule lets one
+   out unasked); a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
    So does a change to a file with other hard links (one may be outside). A file tool's change inside
@@ -14,10 +15,11 @@
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
    every simple command of a command line the parser understood, the host, the MCP tool. A command whose
    arguments hold the words of a command deny rule (`strace rm f`) is covered only by an exact rule.
-5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `full-auto`
-   allows everything (a command line the parser could not follow, or a command whose arguments hold the
-   words of a command deny rule, still asks, since the deny rules could not be checked against it); anything
-   else asks.
+5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `auto` allows
+   them too, and commands that run inside the sandbox (one that would run outside it asks); `full-auto`
+   allows everything (in `auto` and `full-auto`, a command line the parser could not follow, or a command whose
+   arguments hold the words of a command deny rule, still asks, since the deny rules could not be checked
+   against it); anything else asks.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class Action:
     """Where a fetch goes."""
     tool: str | None = None
     """For tools of MCP servers: the model-facing tool name, which rules match."""
+    sandboxed: bool = False
+    """For commands: it will run inside the session's sandbox."""
+    outside_because: str | None = None
+    """For commands: why it would run outside the sandbox, where the session has one (the model asked, with its
+    reason)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class PermissionPolicy:
     deny: list[Rule] = field(default_factory=list)
     session_allow: list[Rule] = field(default_factory=list)
     session_deny: list[Rule] = field(default_factory=list)
+    sandboxed: bool = False
+    """The session's commands can run inside a sandbox (which `auto` needs)."""
 
     def decide(self, action: Action) -> Verdict:
         if (rule := self._denying_rule(action)) is not None:
@@ -89,6 +98,8 @@ class PermissionPolicy:
             return Verdict("deny", "the session is in read-only mode; switch the mode to allow changes and commands")
         if (reason := self._beyond_the_workspace(action) or self._protected(action)) is not None:
             return Verdict("ask", reason)
+        if action.outside_because is not None and self.mode != "full-auto":
+            return Verdict("ask", f"it would run outside the sandbox: {action.outside_because}")
         if (rules := self._allowing_rules(action)) is not None:
             return Verdict("allow", f"allowed by {', '.join(f'`{r}`' for r in rules)}")
         return self._by_mode(action)
@@ -168,19 +179,30 @@ class PermissionPolicy:
         if action.kind in QUIET_KINDS:
             return Verdict("allow", "reading and searching inside the workspace never ask")
         if self.mode == "full-auto":
-            line = action.command
-            if line is not None and not line.understood and self._command_deny_rules():
-                return Verdict(
-                    "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
-                )
-            for command in line.commands if line is not None else ():
-                if (rule := self._mentioning_rule(command)) is not None:
-                    program = command.argv[0] if command.argv else "an assignment"
-                    return Verdict("ask", f"`{program}` is given the words of the deny rule `{rule}` and may run them")
-            return Verdict("allow", "full-auto mode")
+            return self._unless_unchecked(action) or Verdict("allow", "full-auto mode")
+        if self.mode == "auto":
+            if action.kind == "edit" and action.tool is None:
+                return Verdict("allow", "auto mode")
+            if action.kind == "execute":
+                if not action.sandboxed:
+                    return Verdict("ask", "commands cannot be sandboxed in this session")
+                return self._unless_unchecked(action) or Verdict("allow", "auto mode: inside the sandbox")
         if self.mode == "accept-edits" and action.kind == "edit" and action.tool is None:
             return Verdict("allow", "accept-edits mode")
         return Verdict("ask", f"{action.kind} asks in this mode", by_mode=True)
+
+    def _unless_unchecked(self, action: Action) -> Verdict | None:
+        """Asks for a command the deny rules could not be checked against; None when there is none."""
+        line = action.command
+        if line is not None and not line.understood and self._command_deny_rules():
+            return Verdict(
+                "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
+            )
+        for command in line.commands if line is not None else ():
+            if (rule := self._mentioning_rule(command)) is not None:
+                program = command.argv[0] if command.argv else "an assignment"
+                return Verdict("ask", f"`{program}` is given the words of the deny rule `{rule}` and may run them")
+        return None
 
     def _command_deny_rules(self) -> list[Rule]:
         return [r for r in (*self.deny, *self.session_deny) if r.applies_to("execute")]
@@ -200,6 +222,7 @@ class PermissionPolicy:
             list(self.deny),
             [*self.session_allow, *allow],
             [*self.session_deny, *deny],
+            self.sandboxed,
         )
 
     def add_rules(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:

@@ -20,6 +20,7 @@ from coder_agent.errors import CallFailed
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.user_questions import Answer, Question
 
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
@@ -48,6 +49,13 @@ class CommandResult:
 def shell_argv(command: str) -> list[str]:
     """The shell and its arguments for a command line."""
     return [shutil.which("bash") or "/bin/sh", "-c", command]
+
+
+def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[list[str], dict[str, str]]:
+    """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
+    top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
+    argv = shell_argv(command)
+    return sandbox.launch(argv) if sandbox is not None else (argv, {})
 
 
 class ClientBridge(Protocol):
@@ -79,8 +87,11 @@ class ClientBridge(Protocol):
         `real`: as for `read_text_file`; a write to the disk goes exactly there."""
         ...
 
-    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
-        """Run a shell command line, its whole process tree bounded by `timeout` and killed on cancel.
+    async def run_command(
+        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+    ) -> CommandResult:
+        """Run a shell command line, its whole process tree bounded by `timeout` and killed on cancel; inside
+        `sandbox`'s walls when one is given.
 
         `show` is called with what lets the user watch it (an editor terminal) as soon as there is one.
         BridgeError if it could not be started.

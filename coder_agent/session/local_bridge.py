@@ -24,6 +24,7 @@ from coder_agent.atomic import write_atomic
 from coder_agent.permissions import Choice, ChoiceKind, chosen
 from coder_agent.process import signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import child_environ
 from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
@@ -32,7 +33,7 @@ from coder_agent.session.bridge import (
     BridgeError,
     CommandResult,
     ShowContent,
-    shell_argv,
+    command_line,
 )
 
 HEAD_BYTES = OUTPUT_BYTE_LIMIT // 5
@@ -127,12 +128,15 @@ class LocalBridge:
 
     # ---- commands -----------------------------------------------------------------------------
 
-    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
+    async def run_command(
+        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+    ) -> CommandResult:
+        argv, extra_env = command_line(command, sandbox)
         try:
             process = await spawn_group(
-                shell_argv(command),
+                argv,
                 cwd=cwd,
-                env={**child_environ(), **COMMAND_ENV},
+                env={**child_environ(), **COMMAND_ENV, **extra_env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -10,7 +10,7 @@ from typing import cast, get_args
 
 from coder_agent.config import ReasoningEffort
 from coder_agent.errors import InvalidParams
-from coder_agent.permissions import MODES, is_mode
+from coder_agent.permissions import SANDBOXED_MODES, available_modes, is_mode
 from coder_agent.protocol.schema import SelectOption, SessionConfigOption
 from coder_agent.session.state import SessionState
 
@@ -18,22 +18,23 @@ EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 DEFAULT_EFFORT = "default"
 
 
-def mode_config_option(current: str) -> SessionConfigOption:
-    """The session mode as a config option (editors draw a mode picker from it)."""
+def mode_config_option(current: str, sandboxed: bool) -> SessionConfigOption:
+    """The session mode as a config option (editors draw a mode picker from it); `auto` only where the session's
+    commands run inside a sandbox."""
     return SessionConfigOption(
         id="mode",
         name="Mode",
         description="How much the agent may do without asking.",
         category="mode",
         current_value=current,
-        options=[SelectOption(value=m.id, name=m.name, description=m.description) for m in MODES.values()],
+        options=[SelectOption(value=m.id, name=m.name, description=m.description) for m in available_modes(sandboxed)],
     )
 
 
 def config_options(state: SessionState) -> list[SessionConfigOption]:
     """Every option with its current value (the complete list, as ACP requires)."""
     options: list[SessionConfigOption] = []
-    options.append(mode_config_option(state.policy.mode))
+    options.append(mode_config_option(state.policy.mode, state.policy.sandboxed))
     config = state.config
     if config.model:
         models = list(dict.fromkeys([config.model, *config.models]))
@@ -68,6 +69,11 @@ def apply_option(state: SessionState, config_id: str, value: str) -> bool:
     if option is None:
         raise InvalidParams(f"Invalid params: configId: unknown config option {config_id!r}")
     allowed = [o.value for o in option.options]
+    if config_id == "mode" and value in SANDBOXED_MODES and value not in allowed:
+        raise InvalidParams(
+            f"Invalid params: value: the {value} mode needs the sandbox, and this session's commands cannot be "
+            "sandboxed (its notice says why; `coder-agent doctor` shows the sandbox)"
+        )
     if value not in allowed:
         raise InvalidParams(f"Invalid params: value: {value!r} is not one of {', '.join(allowed)}")
     if option.current_value == value:

@@ -17,6 +17,7 @@ from pathlib import Path
 from coder_agent import secrets
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
 from coder_agent.session.replay import ReplayLog
 from coder_agent.session.user_questions import Answer, Question
@@ -66,5 +67,7 @@ class RedactingBridge:
     async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
         await self.inner.write_text_file(path, content, real=real)
 
-    async def run_command(self, command: str, *, cwd: Path, timeout: float, show: ShowContent) -> CommandResult:
-        return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show)
+    async def run_command(
+        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+    ) -> CommandResult:
+        return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)

@@ -1,5 +1,5 @@
 """`SessionServices`: what a session runs on while it is open — its bridge to the client, its background tasks
-and saves, its MCP servers, its memory of the files the model saw — none of it stored.
+and saves, its MCP servers, its commands' sandbox, its memory of the files the model saw — none of it stored.
 
 The session manager (`agent.manager`) composes them when the session opens and is the one writer of these
 fields; `aclose` ends what they hold when the session closes.
@@ -21,6 +21,7 @@ from coder_agent.session.saver import Saver
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
     from coder_agent.mcp.types import McpPromptInfo
+    from coder_agent.sandbox.command import CommandSandbox
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,10 @@ class SessionServices:
     """The session's MCP servers; None when the client gave none."""
     mcp_prompts: list[McpPromptInfo] = field(default_factory=list)
     """Their prompts, offered as slash commands."""
+    sandbox: CommandSandbox | None = None
+    """Where the session's commands run: inside these walls; None when they cannot be sandboxed."""
+    sandbox_problem: str | None = None
+    """Why the session's commands are not sandboxed (None when they are)."""
     notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

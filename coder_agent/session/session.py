@@ -63,6 +63,7 @@ class Session:
             conversation=state.conversation,
             spending=state.spending,
             mcp=services.mcp,
+            sandbox=services.sandbox,
             tasks=services.tasks,
             save_soon=self.save_soon,
             after_response=self.after_response,

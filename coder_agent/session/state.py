@@ -17,7 +17,7 @@ from coder_agent import secrets
 from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
 from coder_agent.config import Config, ReasoningEffort
 from coder_agent.model.base import Message
-from coder_agent.permissions import ModeName, PermissionPolicy, is_mode, restore_rules
+from coder_agent.permissions import DEFAULT_MODE, SANDBOXED_MODES, ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.session.call_repair import INTERRUPTED_RESULT
 from coder_agent.session.conversation import Conversation, Spending
 from coder_agent.session.replay import ReplayLog
@@ -65,6 +65,15 @@ class SessionState:
 
     def set_mode(self, mode: ModeName) -> None:
         self.policy.mode = mode
+
+    def set_sandboxed(self, sandboxed: bool) -> bool:
+        """Whether the session's commands run inside a sandbox; without one, a mode that needs it falls back to
+        the default mode (True when it did)."""
+        self.policy.sandboxed = sandboxed
+        if not sandboxed and self.policy.mode in SANDBOXED_MODES:
+            self.policy.mode = DEFAULT_MODE
+            return True
+        return False
 
     def set_model(self, model: str) -> None:
         """Switch the model; a new model starts its own prompt cache, so the prompt is built afresh (it costs

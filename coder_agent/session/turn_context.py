@@ -25,6 +25,7 @@ from coder_agent.session.redacting_bridge import RedactingBridge
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
+    from coder_agent.sandbox.command import CommandSandbox
 
 Job = Callable[[], Coroutine[Any, Any, None]]
 
@@ -45,6 +46,8 @@ class TurnContext:
     conversation: Conversation
     spending: Spending
     mcp: McpHub | None
+    sandbox: CommandSandbox | None
+    """The walls the session's commands run in (not in full-auto); None when they cannot be sandboxed."""
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
     save_soon: Callable[[], None]

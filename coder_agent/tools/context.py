@@ -38,6 +38,12 @@ WHOLE_FILE_BYTES = 4_000_000
 """Files up to this size are read whole (and can be edited); bigger ones only as a window of lines."""
 
 Progress = Callable[[list[ToolCallContent]], Awaitable[None]]
+AskOutside = Callable[[str], Awaitable[bool]]
+"""Ask the user whether a command may run again outside the sandbox (why it seems to need to)."""
+
+
+async def _never_outside(why: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,13 @@ class FileText:
 class ToolContext:
     """One tool call's view of its turn."""
 
-    def __init__(self, turn: TurnContext, progress: Progress, call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        turn: TurnContext,
+        progress: Progress,
+        call_id: str | None = None,
+        ask_outside: AskOutside = _never_outside,
+    ) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
         self.cwd = turn.cwd
@@ -62,6 +74,8 @@ class ToolContext:
         self._files = turn.files
         self._checkpoints = turn.checkpoints
         self._bridge = turn.bridge
+        self._sandbox = turn.sandbox
+        self._ask_outside = ask_outside
         self._progress = progress
         self._shown: list[ToolCallContent] = []
 
@@ -80,10 +94,17 @@ class ToolContext:
     def action(self, kind: ToolKind, place: Place) -> Action:
         return Action(kind, places=(place,))
 
-    def command_action(self, command: str) -> Action:
-        """A command line, parsed, with the files it visibly writes resolved against the roots."""
+    def command_action(self, command: str, outside_because: str | None = None) -> Action:
+        """A command line, parsed, with the files it visibly writes resolved against the roots; where it will run:
+        inside the session's sandbox, unless the session has none, the mode is full-auto, or it is to run outside
+        (`outside_because`: the model asked, and why)."""
         line = analyse(command)
-        return Action("execute", command=line, writes=command_writes(line, self.roots))
+        writes = command_writes(line, self.roots)
+        if self._sandbox is None or self.policy.mode == "full-auto":
+            return Action("execute", command=line, writes=writes)
+        if outside_because is not None:
+            return Action("execute", command=line, writes=writes, outside_because=outside_because)
+        return Action("execute", command=line, writes=writes, sandboxed=True)
 
     def still_there(self, place: Place) -> None:
         """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""
@@ -167,9 +188,20 @@ class ToolContext:
 
     # ---- commands and the call's display ------------------------------------------------------
 
-    async def run_command(self, command: str, timeout: float) -> CommandResult:
-        """Run a command line in the working directory; what lets the user watch it joins the call's content."""
-        return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show)
+    async def run_command(self, command: str, timeout: float, *, sandboxed: bool) -> CommandResult:
+        """Run a command line in the working directory, inside the session's sandbox if `sandboxed`; what lets the
+        user watch it joins the call's content."""
+        sandbox = self._sandbox if sandboxed else None
+        return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show, sandbox=sandbox)
+
+    @property
+    def walls(self) -> list[str]:
+        """The session's sandbox in words (empty without one)."""
+        return self._sandbox.walls.describe() if self._sandbox is not None else []
+
+    async def ask_outside(self, why: str) -> bool:
+        """Ask the user whether the call's command may run again, outside the sandbox; False if not."""
+        return await self._ask_outside(why)
 
     async def show(self, content: ToolCallContent) -> None:
         """Add to what the call shows while it runs (a terminal, progress)."""

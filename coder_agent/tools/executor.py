@@ -23,7 +23,7 @@ import anyio
 from coder_agent import secrets
 from coder_agent.errors import CallFailed
 from coder_agent.model.base import ToolCallRequest
-from coder_agent.permissions import ALLOWING, offer
+from coder_agent.permissions import ALLOWING, Choice, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate
 from coder_agent.session.bridge import BridgeError
@@ -83,7 +83,9 @@ class ToolExecutor:
         except CallFailed as exc:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
-        ctx = ToolContext(self.ctx, lambda content: shown.update(content=content), call.id)
+        ctx = ToolContext(
+            self.ctx, lambda content: shown.update(content=content), call.id, lambda why: self._ask_outside(shown, why)
+        )
         try:
             prepared = await tool.prepare(params, ctx)
         except CallFailed as exc:
@@ -162,6 +164,31 @@ class ToolExecutor:
             return REJECTED_FOR_MODEL, "Rejected."
         return None
 
+    async def _ask_outside(self, shown: _Call, why: str) -> bool:
+        """Ask whether a command that seems to have hit the sandbox's walls may run again outside it (allow once or
+        reject: no "always" leaves the sandbox). TurnCancelled on a cancel."""
+        note = (
+            f"It seems to have hit the sandbox's walls: {why}\n\nAllowed, it runs again outside the sandbox, with "
+            "your account's rights."
+        )
+        request = ToolCallUpdate(
+            tool_call_id=shown.call_id,
+            title=shown.title,
+            kind=shown.kind,
+            status="pending",
+            content=[*shown.preview, text_content(note)],
+            raw_input=shown.raw_input,
+        )
+        choices = [Choice("allow_once", "Run it outside the sandbox"), Choice("reject_once", "Keep it inside")]
+        try:
+            answer = await self.ctx.bridge.request_permission(request, choices)
+        except BridgeError:
+            return False
+        if answer is None:
+            raise TurnCancelled
+        await self.ctx.bridge.update(ToolCallUpdate(tool_call_id=shown.call_id, status="in_progress"))
+        return answer == "allow_once"
+
     async def _remember(self, rules: Any, *, allow: bool) -> None:
         added = self.ctx.policy.remember(rules, allow=allow)
         if not added:
@@ -184,6 +211,10 @@ class _Call:
         self.client = ctx.bridge
         self.call_id = call_id
         self.sent: dict[str, Any] = {}
+        self.title = ""
+        self.kind: ToolKind = "other"
+        self.raw_input: Any = None
+        self.preview: list[ToolCallContent] = []
 
     async def start(
         self,
@@ -206,6 +237,7 @@ class _Call:
             content=content or None,
         )
         self.sent = {"status": "pending", "content": content or None}
+        self.title, self.kind, self.raw_input, self.preview = title, kind, raw_input, list(content or [])
         await self.client.update(start)
 
     async def update(self, **fields: Any) -> None:

@@ -1,5 +1,11 @@
 """`run_command`: a shell command line in the working directory — the editor's terminal when it has one,
-else a local process group — bounded in time, its whole process tree killed on timeout or cancel.
+else a local process group — bounded in time, its whole process tree killed on timeout or cancel; inside the
+session's sandbox (but in full-auto, or where the session has none).
+
+A command may leave the sandbox only with the user's yes: the model asks for it (`outside_sandbox`, with a
+justification the user reads), or the command fails in a way that shows the walls stopped it (a refused write, no
+network, the proxy's refusal, walls that could not be put up), and the user is asked whether it may run again
+outside; declined, the model reads the failure, the evidence and the walls.
 
 The permission request shows the whole command (the title may be shortened; the content and `rawInput`
 never are), with characters that could hide part of it (escape sequences, bidirectional overrides) written
@@ -11,6 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
+from coder_agent.sandbox.command import hit_walls
 from coder_agent.session.bridge import CommandResult
 from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
@@ -35,6 +42,14 @@ class CommandParams(Params):
         default=None, ge=1000, le=MAX_TIMEOUT_MS, description="Time limit in milliseconds (default 120000)."
     )
     description: str | None = Field(default=None, description="A few words saying what the command does.")
+    outside_sandbox: bool = Field(
+        default=False,
+        description="Run it outside the sandbox; the user is asked first. Only when the sandbox stops what the "
+        "command must do (see the sandbox in your instructions); say why in `justification`.",
+    )
+    justification: str | None = Field(
+        default=None, description="With outside_sandbox: why the command must leave the sandbox, for the user."
+    )
 
 
 class RunCommand(BuiltinTool):
@@ -49,17 +64,30 @@ class RunCommand(BuiltinTool):
         return command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
 
     async def prepare(self, params: CommandParams, ctx: ToolContext) -> Prepared:
-        action = ctx.command_action(params.command)
+        outside = (params.justification or "no reason given").strip() if params.outside_sandbox else None
+        action = ctx.command_action(params.command, outside)
         timeout = (params.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
 
         async def run() -> Outcome:
-            result = await ctx.run_command(params.command, timeout)
+            result = await ctx.run_command(params.command, timeout, sandboxed=action.sandboxed)
+            note = ""
+            hit = hit_walls(result.output, result.exit_code) if action.sandboxed and not result.timed_out else None
+            if hit is not None:
+                if await ctx.ask_outside(hit.evidence):
+                    result = await ctx.run_command(params.command, timeout, sandboxed=False)
+                    note = f"Inside the sandbox it failed ({hit.evidence}); the user let it run again outside.\n"
+                else:
+                    walls = "; ".join(ctx.walls)
+                    note = (
+                        f"It seems to have hit the sandbox's walls ({hit.evidence}) and the user kept it inside. "
+                        f"The walls: {walls}. Work within them; ask with outside_sandbox only if the task needs it.\n"
+                    )
             output = _output_block(result.output)
             shown = ctx.shown
             in_terminal = any(isinstance(c, TerminalContent) for c in shown)
             display: list[ToolCallContent] = shown if in_terminal else [*shown, output]
             replay: list[ToolCallContent] | None = [output] if in_terminal else None
-            return Outcome(_report(result, timeout), display, result.exit_code != 0, replay)
+            return Outcome(note + _report(result, timeout), display, result.exit_code != 0, replay)
 
         shown = visible(params.command)
         command: list[ToolCallContent] = [text_content(fenced(shown, "sh"))]

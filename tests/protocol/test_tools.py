@@ -345,6 +345,7 @@ async def test_modes_are_session_modes_and_a_config_option(tmp_path: Path) -> No
             "read-only",
             "default",
             "accept-edits",
+            "auto",  # this machine can sandbox commands
             "full-auto",
         }
         assert response["configOptions"][0]["id"] == "mode"

@@ -1,0 +1,132 @@
+"""`CommandSandbox`: one session's sandbox — how each of its commands is launched inside its walls, and what a
+result that hit them looks like.
+
+`launch(argv)` gives the command line and the environment additions that run `argv` inside the walls: on Linux the
+launcher (`python -I -S sandbox/enter.py -- …`, walls in `CODER_AGENT_SANDBOX`), on macOS `sandbox-exec` with a
+Seatbelt profile. The session owns its private folder (a `tmp/` the commands write to, and the proxy's socket
+beside it, out of their reach): `open()` makes it and starts the proxy, `aclose()` removes it.
+`hit_walls(output, exit_code)` recognises a failure the walls caused (or the launcher's refusal to run without
+them), so the command can be offered to run outside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import platformdirs
+from anyio.abc import TaskGroup
+
+from coder_agent.sandbox import seatbelt
+from coder_agent.sandbox.enter import FAILURE_MARK, SPEC_VARIABLE
+from coder_agent.sandbox.probe import Support, launcher_argv
+from coder_agent.sandbox.proxy import HostProxy
+from coder_agent.sandbox.settings import SandboxConfig
+from coder_agent.sandbox.spec import encode
+from coder_agent.sandbox.walls import Walls, build_walls
+
+log = logging.getLogger(__name__)
+
+DENIAL_SIGNS = (
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "nodename nor servname",
+    "getaddrinfo",
+    "Failed to establish a new connection",
+    "Connection refused",
+    "Tunnel connection failed: 403",
+    "CONNECT tunnel failed, response 403",
+    "coder-agent sandbox:",
+)
+"""What a command prints when the walls stopped it (file system, network, the proxy's refusal, the launcher)."""
+
+
+@dataclass(frozen=True)
+class WallsHit:
+    """Why a sandboxed command seems to have failed because of the walls."""
+
+    evidence: str
+    """The line of its output that shows it."""
+    launcher: bool
+    """The walls could not be put up at all (nothing ran)."""
+
+
+class CommandSandbox:
+    """A session's sandbox (see the module docstring)."""
+
+    def __init__(self, walls: Walls, support: Support, folder: Path, proxy: HostProxy | None) -> None:
+        self.walls = walls
+        self.support = support
+        self.folder = folder
+        self.proxy = proxy
+
+    @classmethod
+    async def open(
+        cls,
+        roots: tuple[Path, ...],
+        settings: SandboxConfig,
+        support: Support,
+        tasks: TaskGroup,
+        agent_paths: tuple[Path, ...] = (),
+    ) -> CommandSandbox:
+        """Make the session's private folder, build the walls, start the proxy if the network goes through it.
+        `walls.Unwallable` if these folders cannot be walled."""
+        folder = Path(tempfile.mkdtemp(prefix="coder-agent-sandbox-"))
+        try:
+            (folder / "tmp").mkdir()
+            cache = platformdirs.user_cache_path("coder-agent") / "sandbox"
+            cache.mkdir(parents=True, exist_ok=True)
+            proxy_socket = folder / "proxy.sock" if settings.network == "proxy" else None
+            walls = build_walls(
+                roots,
+                settings,
+                temp=folder / "tmp",
+                cache=cache,
+                proxy_socket=proxy_socket,
+                agent_paths=agent_paths,
+            )
+            proxy = None
+            if proxy_socket is not None:
+                proxy = HostProxy(proxy_socket, walls.hosts)
+                await proxy.serve(tasks)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return cls(walls, support, folder, proxy)
+
+    def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment additions that run `argv` inside the walls."""
+        env = self.walls.environment()
+        spec = self.walls.spec()
+        if self.support.kind == "seatbelt":
+            return seatbelt.argv(spec, argv, proxy=self.walls.network == "proxy"), env
+        env[SPEC_VARIABLE] = encode(spec)
+        return [*launcher_argv(), "--", *argv], env
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(OSError):
+            await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
+
+
+def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:
+    """Whether a sandboxed command's failure looks like the walls' doing (a failed command only)."""
+    if exit_code == 0:
+        return None
+    for line in output.splitlines():
+        if line.startswith(FAILURE_MARK):
+            return WallsHit(line.strip(), launcher=True)
+    for line in output.splitlines():
+        if any(sign in line for sign in DENIAL_SIGNS):
+            return WallsHit(line.strip()[:300], launcher=False)
+    return None

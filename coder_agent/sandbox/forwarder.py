@@ -1,0 +1,54 @@
+"""The proxy's forwarder: inside a sandboxed command's private network namespace, the one way out.
+
+It listens on the namespace's own 127.0.0.1 (`linux.PROXY_PORT`) and carries every connection, byte for byte, to the
+agent's proxy over the proxy's UNIX socket (a UNIX socket is a file: it crosses network namespaces). The proxy
+decides what may pass (`sandbox.proxy`); this end decides nothing. Standard library only; it runs in a process
+forked by `linux.enter` before the walls go up, and ends with the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+BUFFER = 65536
+
+
+def listen(port: int) -> socket.socket:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(64)
+    return listener
+
+
+def serve(listener: socket.socket, proxy_socket: str) -> None:
+    """Accept forever (the process ends with the command), one relay per connection."""
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=_relay, args=(client, proxy_socket), daemon=True).start()
+
+
+def _relay(client: socket.socket, proxy_socket: str) -> None:
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(proxy_socket)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    done = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+    done.start()
+    _pump(client, upstream)
+    done.join()
+    client.close()
+    upstream.close()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(BUFFER):
+            sink.sendall(data)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)

@@ -1,0 +1,254 @@
+"""Putting the walls up on Linux, in the process that is about to `exec` the command (`sandbox/enter.py`).
+
+Standard library only. In order, each step before the ones that would forbid it:
+
+1. **Namespaces**: a new mount, network, UTS and IPC namespace (and a user namespace first when not root, mapping the
+   user to itself). The network namespace has only its own loopback, brought up here: servers a command starts on
+   127.0.0.1 work and are private to it; nothing else is reachable, on any protocol, but through the proxy's
+   forwarder (step 3).
+2. **Mounts** in the private mount namespace: the `.git` folders of the workspace are pinned (bound onto
+   themselves, so they cannot be renamed away and replaced), and the protected paths (`.git/hooks`, `.git/config`,
+   `.coder-agent`) are bound read-only.
+3. **The proxy's forwarder** (network through the proxy only): a child process, forked before anything below, that
+   listens on the namespace's 127.0.0.1 and carries each connection to the agent's proxy over its UNIX socket.
+4. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
+   made for this command); for root, the capabilities that reach past the walls leave the bounding set.
+5. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
+   devices; writes to the writable places; no signals to and no abstract sockets of processes outside), then
+   **seccomp** (`seccomp.py`), which also forbids undoing any of it.
+
+Any failure raises `Failure` with one sentence: the caller exits without running the command (fail closed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+
+from coder_agent.sandbox import landlock, seccomp
+from coder_agent.sandbox.spec import Spec
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
+MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
+ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_PDEATHSIG = 38, 24, 22, 1
+SECCOMP_MODE_FILTER = 2
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+RLIMIT_FSIZE, RLIMIT_NPROC = 1, 6
+
+ROOT_CAPABILITIES_DROPPED = (
+    2,  # DAC_READ_SEARCH (open_by_handle_at)
+    9,  # LINUX_IMMUTABLE
+    12,  # NET_ADMIN
+    13,  # NET_RAW
+    14,  # IPC_LOCK
+    16,  # SYS_MODULE
+    17,  # SYS_RAWIO
+    18,  # SYS_CHROOT
+    19,  # SYS_PTRACE
+    20,  # SYS_PACCT
+    21,  # SYS_ADMIN
+    22,  # SYS_BOOT
+    23,  # SYS_NICE
+    24,  # SYS_RESOURCE (raising the limits above)
+    25,  # SYS_TIME
+    26,  # SYS_TTY_CONFIG
+    27,  # MKNOD
+    29,  # AUDIT_WRITE
+    30,  # AUDIT_CONTROL
+    31,  # SETFCAP
+    32,  # MAC_OVERRIDE
+    33,  # MAC_ADMIN
+    34,  # SYSLOG
+    35,  # WAKE_ALARM
+    36,  # BLOCK_SUSPEND
+    37,  # AUDIT_READ
+    38,  # PERFMON
+    39,  # BPF
+    40,  # CHECKPOINT_RESTORE
+)
+"""What root keeps (owning files, changing their owner, signalling within the walls) is what a user has over their
+own files; the rest of root's power leaves the bounding set, so no program run inside gets it back."""
+
+DEVICES_READ_WRITE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
+DEVICES_READ = ("/dev/random", "/dev/urandom")
+"""(`/dev/fd/N` and `/dev/stdin` lead through /proc to the file already open, which is judged as itself.)"""
+PROXY_PORT = 3128
+"""Where the forwarder listens inside the network namespace (private to it, so no clash)."""
+
+
+class Failure(Exception):
+    """The walls could not be put up; the message says what failed."""
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, *args: int | ctypes.Array[ctypes.c_char]) -> int:
+    values = [a if isinstance(a, ctypes.Array) else ctypes.c_ulong(a) for a in args]
+    values += [ctypes.c_ulong(0)] * (4 - len(values))
+    return int(_libc.prctl(ctypes.c_int(option), *values))
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise Failure(f"{what} failed: {os.strerror(err)}")
+    return result
+
+
+def enter(spec: Spec) -> None:
+    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) around this process."""
+    abi = landlock.abi_version()
+    if abi < landlock.MIN_ABI:
+        raise Failure(f"the kernel's Landlock ABI is {abi}; the sandbox needs {landlock.MIN_ABI} or newer")
+    arch = os.uname().machine
+    if arch not in seccomp.AUDIT_ARCH:
+        raise Failure(f"no seccomp filter for the {arch} architecture")
+    _namespaces()
+    _mounts(spec)
+    _loopback_up()
+    for proxy_socket in spec.get("proxy", ()):
+        _start_forwarder(proxy_socket)
+    _limits(spec)
+    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    _landlock(spec, abi)
+    families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
+    if spec.get("unix_sockets") == ["yes"]:
+        families.add(seccomp.AF_UNIX)
+    program = seccomp.filter_program(arch, frozenset(families))
+    _install_seccomp(program)
+
+
+def _namespaces() -> None:
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
+    if uid == 0 and _libc.unshare(flags) == 0:
+        return
+    _check(_libc.unshare(flags | CLONE_NEWUSER), "creating a user namespace (unshare)")
+    try:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    except OSError as exc:
+        raise Failure(f"mapping the user into its namespace failed: {exc.strerror}") from None
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    result = _libc.mount(
+        None if source is None else source.encode(), target.encode(), None, ctypes.c_ulong(flags), None
+    )
+    _check(result, f"mount on {target}")
+
+
+def _mounts(spec: Spec) -> None:
+    _mount(None, "/", MS_REC | MS_PRIVATE)
+    for path in spec.get("pin", ()):
+        if os.path.isdir(path) and not os.path.islink(path):
+            _mount(path, path, MS_BIND | MS_REC)
+    for path in spec.get("protect", ()):
+        if not os.path.lexists(path) or os.path.islink(path):
+            continue
+        _mount(path, path, MS_BIND | MS_REC)
+        _mount(None, path, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(path))
+
+
+def _locked_flags(path: str) -> int:
+    """The mount's flags a remount must keep (in a user namespace they are locked)."""
+    have = os.statvfs(path).f_flag
+    flags = 0
+    for st_flag, ms_flag in (
+        (os.ST_NOSUID, MS_NOSUID),
+        (os.ST_NODEV, MS_NODEV),
+        (os.ST_NOEXEC, MS_NOEXEC),
+        (ST_NOATIME, MS_NOATIME),
+        (ST_NODIRATIME, MS_NODIRATIME),
+        (ST_RELATIME, MS_RELATIME),
+    ):
+        if have & st_flag:
+            flags |= ms_flag
+    return flags
+
+
+def _loopback_up() -> None:
+    """Bring up `lo` in the new network namespace (it starts down)."""
+    fd = _check(_libc.socket(2, 2, 0), "a socket to configure the loopback")  # AF_INET, SOCK_DGRAM
+    try:
+        request = ctypes.create_string_buffer(b"lo".ljust(16, b"\0") + b"\0" * 24, 40)
+        _check(_libc.ioctl(fd, ctypes.c_ulong(SIOCGIFFLAGS), request), "reading the loopback's flags")
+        flags = struct.unpack_from("=h", request.raw, 16)[0] | IFF_UP
+        struct.pack_into("=h", request, 16, flags)
+        _check(_libc.ioctl(fd, ctypes.c_ulong(SIOCSIFFLAGS), request), "bringing the loopback up")
+    finally:
+        os.close(fd)
+
+
+def _start_forwarder(socket_path: str) -> None:
+    """Fork the forwarder: it listens on 127.0.0.1:PROXY_PORT here and relays to the agent's proxy."""
+    from coder_agent.sandbox import forwarder  # only when the network goes through the proxy
+
+    listener = forwarder.listen(PROXY_PORT)
+    pid = os.fork()
+    if pid == 0:  # the forwarder: ends when the command (its parent, after exec) ends
+        try:
+            _prctl(PR_SET_PDEATHSIG, 9)
+            forwarder.serve(listener, socket_path)
+        finally:
+            os._exit(0)
+    listener.close()
+
+
+def _limits(spec: Spec) -> None:
+    import resource
+
+    for value in spec.get("max_file_bytes", ()):
+        resource.setrlimit(RLIMIT_FSIZE, (int(value), int(value)))
+    for cgroup in spec.get("cgroup", ()):
+        try:
+            _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
+        except OSError as exc:
+            raise Failure(f"joining the command's pids cgroup failed: {exc.strerror}") from None
+    if not spec.get("cgroup") and os.getuid() != 0:
+        for value in spec.get("max_processes", ()):
+            resource.setrlimit(RLIMIT_NPROC, (int(value), int(value)))
+    if os.getuid() == 0:
+        for cap in ROOT_CAPABILITIES_DROPPED:
+            _prctl(PR_CAPBSET_DROP, cap)  # an unknown capability (an older kernel) is skipped
+
+
+def _landlock(spec: Spec, abi: int) -> None:
+    ruleset = landlock.Ruleset(abi, net=False)
+    denied = [os.path.normpath(p) for p in spec.get("deny", ())]
+    landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, "/dev"])
+    device_rights = landlock.READ | landlock.WRITE_FILE | landlock.IOCTL_DEV
+    for device in DEVICES_READ_WRITE:
+        ruleset.allow(device, device_rights | (landlock.WRITE if device == "/dev/shm" else 0))
+    for device in DEVICES_READ:
+        ruleset.allow(device, landlock.READ | landlock.IOCTL_DEV)
+    for path in spec.get("write", ()):
+        landlock.grant_tree(ruleset, os.path.normpath(path), landlock.WRITE, denied)
+    try:  # noqa: SIM105 - contextlib would cost the launcher an import
+        ruleset.allow(os.ttyname(0), device_rights)  # a terminal outside /dev/pts (a console)
+    except OSError:
+        pass
+    ruleset.restrict()
+
+
+def _install_seccomp(program: bytes) -> None:
+    count = len(program) // 8
+    filters = ctypes.create_string_buffer(program, len(program))
+    fprog = struct.pack("=HxxxxxxQ", count, ctypes.addressof(filters))
+    buffer = ctypes.create_string_buffer(fprog, len(fprog))
+    _check(_prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, buffer), "installing the seccomp filter")

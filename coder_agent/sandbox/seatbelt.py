@@ -1,0 +1,88 @@
+"""The walls on macOS: a Seatbelt profile, run through `/usr/bin/sandbox-exec -p PROFILE -D NAME=PATH… -- COMMAND`.
+
+The profile denies by default and allows what a build needs (processes, reading, the usual devices, system
+lookups), reads everywhere but the kept-out paths, writes beneath the writable places but not the protected ones, no
+network but 127.0.0.1 (the proxy's port only, when the network goes through the proxy; any local port otherwise,
+since macOS has no private network namespace), no UNIX sockets outside the walls unless allowed, and signals only
+within the sandbox. Every path enters as a parameter (`-D`), never spliced into the profile's text, so no path can
+change the profile. This module only builds the command line: it is unit-tested here and runs only on macOS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coder_agent.sandbox.spec import Spec
+
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+PROXY_PORT = 3128
+
+BASE = """(version 1)
+(deny default)
+(allow process-fork)
+(allow process-exec)
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+(allow sysctl-read)
+(allow mach-lookup
+  (global-name "com.apple.system.opendirectoryd.libinfo")
+  (global-name "com.apple.system.notification_center")
+  (global-name "com.apple.system.logger")
+  (global-name "com.apple.trustd.agent")
+  (global-name "com.apple.SecurityServer")
+  (global-name "com.apple.coreservices.launchservicesd")
+  (global-name "com.apple.diagnosticd")
+  (global-name "com.apple.system.DirectoryService.libinfo_v1"))
+(allow ipc-posix-sem)
+(allow ipc-posix-shm-read* ipc-posix-shm-write-create ipc-posix-shm-write-data ipc-posix-shm-write-unlink)
+(allow pseudo-tty)
+(allow file-ioctl (literal "/dev/null") (literal "/dev/tty") (regex #"^/dev/ttys[0-9]+$") (literal "/dev/ptmx"))
+(allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (literal "/dev/dtracehelper")
+  (regex #"^/dev/ttys[0-9]+$") (literal "/dev/ptmx"))
+"""
+
+
+def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
+    """The profile text and its parameters for walls given as the launcher's spec."""
+    params: dict[str, str] = {}
+
+    def param(kind: str, values: Sequence[str]) -> list[str]:
+        names = []
+        for index, value in enumerate(values):
+            name = f"{kind}{index}"
+            params[name] = value
+            names.append(name)
+        return names
+
+    lines = [BASE, "(allow file-read*)"]
+    denied = param("DENY", spec.get("deny", ()))
+    if denied:
+        lines.append(_rule("deny", "file-read* file-write*", denied))
+    writable = param("WRITE", spec.get("write", ()))
+    if writable:
+        lines.append(_rule("allow", "file-write*", writable))
+    protected = param("PROTECT", spec.get("protect", ()))
+    if protected:
+        lines.append(_rule("deny", "file-write*", protected))
+    if denied:
+        lines.append(_rule("deny", "file-write*", denied))
+    if proxy:
+        lines.append(f'(allow network-outbound (remote ip "localhost:{PROXY_PORT}"))')
+    else:
+        lines.append('(allow network-bind network-inbound (local ip "localhost:*"))')
+        lines.append('(allow network-outbound (remote ip "localhost:*"))')
+    if spec.get("unix_sockets") == ["yes"]:
+        lines.append("(allow network* (remote unix-socket))")
+    return "\n".join(lines) + "\n", params
+
+
+def _rule(verdict: str, operations: str, names: list[str]) -> str:
+    filters = " ".join(f'(subpath (param "{name}"))' for name in names)
+    return f"({verdict} {operations} {filters})"
+
+
+def argv(spec: Spec, command: Sequence[str], *, proxy: bool) -> list[str]:
+    """`sandbox-exec` with the profile and its parameters, then the command."""
+    text, params = profile(spec, proxy=proxy)
+    defines = [part for name, value in params.items() for part in ("-D", f"{name}={value}")]
+    return [SANDBOX_EXEC, "-p", text, *defines, *command]

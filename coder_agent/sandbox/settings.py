@@ -1,0 +1,118 @@
+"""The `[sandbox]` section of the config: what the walls let through, beyond the session's own folders.
+
+A project file may not set any of it (`config.PROJECT_FILE_IGNORES`): a cloned repository must not widen the walls
+that contain the commands it asks for.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+REGISTRIES = "@registries"
+"""The `allow_hosts` preset for package registries."""
+REGISTRY_HOSTS = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+    "proxy.golang.org",
+    "sum.golang.org",
+    "rubygems.org",
+    "repo.maven.apache.org",
+    "repo1.maven.org",
+    "deb.debian.org",
+    "archive.ubuntu.com",
+)
+PRESETS = {REGISTRIES: REGISTRY_HOSTS}
+
+DEFAULT_DENY_READ = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/snap/firefox",
+    "~/Library/Application Support/Google/Chrome",
+    "~/Library/Application Support/Firefox",
+    "~/Library/Keychains",
+)
+"""Kept out of reach of sandboxed commands by default (keys, tokens, browser profiles); the agent's own config
+and session store are added to these. Paths that do not exist are skipped."""
+
+
+class SandboxConfig(BaseModel):
+    """How commands are contained (see README, *The sandbox*)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Run commands inside the sandbox where this machine supports it. Off: every command runs with your account's
+    rights (and the `auto` mode is not offered)."""
+
+    network: Literal["off", "proxy"] = "off"
+    """"off": a sandboxed command reaches no network (servers it starts on 127.0.0.1 work, privately).
+    "proxy": it reaches the hosts in `allow_hosts`, through the agent's proxy, and nothing else."""
+
+    allow_hosts: list[str] = Field(default_factory=list)
+    """Hosts a sandboxed command may reach through the proxy: names ("pypi.org"), wildcards ("*.github.com"), or
+    "@registries" for the package registries (PyPI, npm, crates.io, Go, RubyGems, Maven Central, Debian, Ubuntu)."""
+
+    writable: list[str] = Field(default_factory=list)
+    """More folders sandboxed commands may write to, besides the session's folders, a private temp folder and the
+    sandbox's own caches for package managers."""
+
+    deny_read: list[str] = Field(default_factory=list)
+    """More paths kept out of reach (read and write), besides the defaults (keys, tokens, browser profiles)."""
+
+    allow_read: list[str] = Field(default_factory=list)
+    """Default kept-out paths to let sandboxed commands read after all (as written in the defaults, e.g. "~/.npmrc")."""
+
+    allow_unix_sockets: bool = False
+    """Let sandboxed commands open UNIX sockets. Off by default: a socket outside the walls (a desktop bus, the
+    Docker daemon, an ssh agent, tmux) could run commands outside them."""
+
+    max_processes: int = Field(default=1024, ge=16)
+    """The most processes one sandboxed command may have running at once."""
+
+    max_file_mb: int = Field(default=4096, ge=1)
+    """The largest file a sandboxed command may write, in MiB."""
+
+    mcp_servers: bool = False
+    """Also start the editor's stdio MCP servers inside the sandbox (they then reach no network unless `network`
+    is "proxy" and their hosts are allowed)."""
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _known_presets(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if host.startswith("@") and host not in PRESETS:
+                raise ValueError(f"unknown preset {host!r} (known: {', '.join(PRESETS)})")
+            if not host.strip() or "/" in host or " " in host:
+                raise ValueError(f"{host!r} is not a host name")
+        return value
+
+    def hosts(self) -> tuple[str, ...]:
+        """`allow_hosts` with the presets spelled out."""
+        out: list[str] = []
+        for host in self.allow_hosts:
+            out.extend(PRESETS.get(host, (host,)))
+        return tuple(dict.fromkeys(h.lower().rstrip(".") for h in out))
