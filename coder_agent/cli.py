@@ -26,7 +26,7 @@ from coder_agent.secrets import RedactingFilter, hide_environment
 log = logging.getLogger("coder_agent")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-MODES = ("read-only", "default", "accept-edits", "full-auto")
+MODES = ("read-only", "default", "accept-edits", "auto", "full-auto")  # permissions.modes.ModeName (a test holds it)
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 
@@ -114,7 +114,7 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     run.add_argument(
         "--mode",
         choices=MODES,
-        help="what may run without asking (default: read-only; on a terminal, the config's default_mode, which asks)",
+        help="what may run without asking (default: read-only; auto in CI; on a terminal, the config's default_mode)",
     )
     run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
     run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")

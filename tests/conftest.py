@@ -39,5 +39,5 @@ def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
-    for name in ("CODER_AGENT_MODEL", "CODER_AGENT_API_BASE", "CODER_AGENT_API_KEY", "CODER_AGENT_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("CODER_AGENT_MODEL", "CODER_AGENT_API_BASE", "CODER_AGENT_API_KEY", "CODER_AGENT_CONFIG", "CI"):
+        monkeypatch.delenv(name, raising=False)  # CI: `coder-agent run` picks its mode by it; tests say theirs

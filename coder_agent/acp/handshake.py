@@ -7,12 +7,16 @@ library) loads in the background while the editor reads this answer. `Initialize
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import platformdirs
 
 from coder_agent import __version__
 from coder_agent.errors import InvalidParams
 from coder_agent.mcp.support import supported_transports
 from coder_agent.protocol import PROTOCOL_VERSION
+from coder_agent.sandbox.declaration import declared
 
 AGENT_INFO = {"name": "coder-agent", "title": "Coder Agent", "version": __version__}
 
@@ -34,7 +38,12 @@ def agent_capabilities() -> dict[str, Any]:
         "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "mcpCapabilities": {"http": transports["http"], "sse": transports["sse"]},
         "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+        "_meta": {"sandbox": declared(_user_config())},
     }
+
+
+def _user_config() -> Path:
+    return platformdirs.user_config_path("coder-agent") / "config.toml"
 
 
 def initialize(params: Any) -> tuple[dict[str, Any], dict[str, Any]]:

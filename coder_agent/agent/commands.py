@@ -233,6 +233,18 @@ async def _undo(ctx: CommandContext, arguments: str) -> StopReason:
     return "end_turn"
 
 
+def sandbox_report(session: Session) -> str:
+    """The effective walls of the session's commands, in Markdown."""
+    services = session.services
+    sandbox = services.sandbox
+    if sandbox is None:
+        why = services.sandbox_problem or "`sandbox.enabled` is off in the config"
+        return f"**Sandbox:** none — commands run with your account's rights ({why}).\n"
+    facts = "".join(f"\n- {fact}" for fact in sandbox.support.facts())
+    walls = "".join(f"\n- {line}" for line in sandbox.walls.describe())
+    return f"**Sandbox:** in every mode but full-auto, commands run inside these walls:{walls}{facts}\n"
+
+
 def permissions_command(session: Session, arguments: str) -> str:
     policy = session.state.policy
     verb, _, rest = arguments.partition(" ")
@@ -253,6 +265,7 @@ def permissions_command(session: Session, arguments: str) -> str:
         f"**Mode:** {policy.mode}\n\n"
         f"- Remembered in this session — allow: {listing(policy.session_allow)}; deny: {listing(policy.session_deny)}\n"
         f"- From the config — allow: {listing(policy.allow)}; deny: {listing(policy.deny)}\n\n"
+        f"{sandbox_report(session)}\n"
         "`/permissions revoke <rule>` forgets a remembered rule; `/permissions clear` forgets them all.\n"
     )
 

@@ -2,7 +2,8 @@
 
 Checks, in order: the config files (which exist, and that together they are valid), the model string (litellm
 can route it; its provider), a key (where it comes from; its value is never printed), the endpoint (one tiny
-completion; `--offline` skips it), ripgrep, and that the data folder (sessions, undo snapshots) is writable.
+completion; `--offline` skips it), ripgrep, that the data folder (sessions, undo snapshots) is writable, and the
+sandbox (whether commands can be walled in here, and the walls a session in this folder would get).
 Then the Zed and JetBrains snippets that start this install with this model. Exit status 0 only when every
 check passed (a skipped endpoint check counts as passed).
 """
@@ -18,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import platformdirs
 from rich.console import Console
 from rich.text import Text
 
 from coder_agent import __version__, secrets
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.model_runner import ModelRunner
+from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.config import (
     CONFIG_ENV_VAR,
     CliOverrides,
@@ -36,6 +39,9 @@ from coder_agent.errors import RpcError
 from coder_agent.headless import snippets
 from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
+from coder_agent.sandbox import probe
+from coder_agent.sandbox.settings import SandboxConfig
+from coder_agent.sandbox.walls import Unwallable, build_walls
 from coder_agent.store import default_root
 from coder_agent.tools.search.ripgrep import find_rg
 
@@ -97,6 +103,7 @@ async def _checks(source: ConfigSource, offline: bool) -> tuple[list[Check], Con
         checks.append(await _endpoint(source, settings))
     checks.append(_ripgrep())
     checks.append(_data_folder())
+    checks.append(await anyio.to_thread.run_sync(_sandbox, config))
     return checks, config
 
 
@@ -194,6 +201,34 @@ def _data_folder() -> Check:
         why = exc.strerror or str(exc)
         return Check("data folder", False, f"{sessions} is not writable ({why}): sessions cannot be saved")
     return Check("data folder", True, f"{sessions.parent} is writable")
+
+
+def _sandbox(config: Config | None) -> Check:
+    if config is not None and not config.sandbox.enabled:
+        return Check("sandbox", None, "off (sandbox.enabled = false): commands run with your account's rights")
+    support = probe.check()
+    if not support.available:
+        return Check(
+            "sandbox",
+            False,
+            f"not available: {support.reason}. Commands would run with your account's rights and the auto mode is "
+            "not offered; set sandbox.enabled = false to accept that",
+        )
+    settings = config.sandbox if config is not None else SandboxConfig()
+    temp = Path(tempfile.gettempdir()) / "coder-agent-sandbox-…" / "tmp"
+    try:
+        walls = build_walls(
+            (Path.cwd(),),
+            settings,
+            temp=temp,
+            cache=platformdirs.user_cache_path("coder-agent") / "sandbox",
+            proxy_socket=None,
+            agent_paths=agent_paths(default_root()),
+        )
+    except Unwallable as exc:
+        return Check("sandbox", False, f"not for this folder: {exc}")
+    lines = "; ".join([*support.facts(), *walls.describe()])
+    return Check("sandbox", True, f"commands here run inside walls: {lines}")
 
 
 def editor_snippets(config: Config | None, config_file: Path | None) -> list[tuple[str, str]]:

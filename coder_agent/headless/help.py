@@ -76,7 +76,9 @@ modes (--mode):
   default       asks on the terminal before every edit, command and fetch (the default on a terminal,
                 unless the config's default_mode says otherwise)
   accept-edits  edits without asking; asks before commands and fetches
-  full-auto     edits, commands and fetches without asking (commands run with your rights)
+  auto          edits and sandboxed commands without asking; a command that must leave the sandbox asks
+                (the default in CI, where CI is set, when the sandbox works here; read-only otherwise)
+  full-auto     edits, commands and fetches without asking (commands run outside the sandbox, with your rights)
   A question that cannot be asked (no terminal) stops the run with status 3; --allow lets such calls
   through, with the rule strings of the config's [permissions] (edit:src/**, execute:pytest, fetch:host).
 

@@ -29,7 +29,7 @@ from anyio.abc import TaskGroup
 from rich.console import Console
 from rich.text import Text
 
-from coder_agent.errors import ResourceNotFound, RpcError
+from coder_agent.errors import InvalidParams, ResourceNotFound, RpcError
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
 from coder_agent.headless.render import TextOutput, stderr_console
 from coder_agent.headless.run_options import RunOptions
@@ -141,6 +141,20 @@ async def _work(
     saved.store_instead(mode=saved.policy.mode, model=saved.config.model if run.resumed else None)
     run.own_settings = True
     _apply(manager, saved, options)
+    if saved.policy.mode == "auto" and not saved.policy.sandboxed:
+        if not options.mode_chosen_for_ci:
+            why = session.services.sandbox_problem
+            raise InvalidParams(
+                f"--mode auto needs the sandbox, and commands cannot be sandboxed here: {why}. "
+                "Use --mode full-auto to run them with your account's rights."
+            )
+        saved.set_mode("read-only")
+        await session.services.bridge.notice(
+            "warning",
+            "Running read-only",
+            f"In CI the default mode is auto, which needs the sandbox ({session.services.sandbox_problem}); "
+            "give --mode to choose another.",
+        )
     run.cost_before = saved.spending.cost
     tally.cwd = saved.cwd
     output.started(
@@ -254,7 +268,7 @@ def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResul
 
 def _refusal(event: Permission, session: Session | None) -> str:
     """Why the run stopped, and the flags that would let the call through."""
-    mode = "accept-edits" if event.kind == "edit" else "full-auto"
+    mode = "accept-edits" if event.kind == "edit" else "auto" if _auto_would_run(event, session) else "full-auto"
     if event.allow_rules:
         rules = " ".join(f"--allow '{rule}'" for rule in event.allow_rules)
         how = f"Allow it with {rules} (or --mode {mode}), or run on a terminal to be asked."
@@ -264,6 +278,11 @@ def _refusal(event: Permission, session: Session | None) -> str:
     return f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on. {how} " + (
         _pick_up(session)
     )
+
+
+def _auto_would_run(event: Permission, session: Session | None) -> bool:
+    """A command the auto mode would run: the session has a sandbox and was not already in auto."""
+    return session is not None and session.state.policy.sandboxed and session.state.policy.mode != "auto"
 
 
 def _pick_up(session: Session | None) -> str:

@@ -26,7 +26,10 @@ class RunOptions:
     cwd_given: bool
     """Whether --cwd was given (else a resumed session keeps its own folder)."""
     mode: ModeName | None
-    """--mode; None: the config's `default_mode` (only when a terminal can ask; else read-only is chosen here)."""
+    """--mode; None: the config's `default_mode` (only when a terminal can ask; else `auto` in CI, read-only
+    elsewhere, is chosen here)."""
+    mode_chosen_for_ci: bool
+    """The mode is `auto` because the run is in CI (`CI` set): where the sandbox does not work, read-only instead."""
     allow: tuple[Rule, ...]
     deny: tuple[Rule, ...]
     model: str | None
@@ -47,12 +50,14 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         raise UsageError("--max-turns must be at least 1")
     prompt = _prompt(args.prompt, stdin, stdin_tty)
     can_ask = stdin_tty and stderr_tty
-    mode: ModeName | None = args.mode or (None if can_ask else "read-only")
+    in_ci = not can_ask and args.mode is None and os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
+    mode: ModeName | None = args.mode or (None if can_ask else "auto" if in_ci else "read-only")
     return RunOptions(
         prompt=prompt,
         cwd=Path(os.path.abspath(cwd)),
         cwd_given=args.cwd is not None,
         mode=mode,
+        mode_chosen_for_ci=in_ci,
         allow=_rules("--allow", args.allow),
         deny=_rules("--deny", args.deny),
         model=getattr(args, "model", None),

@@ -216,3 +216,12 @@ def test_a_typed_answer_picks_a_choice() -> None:
     ]  # fmt: skip
     assert [pick(typed, choices) for typed in ("4", "0", "maybe")] == [None, None, None]
     assert pick("a", choices[:1]) is None  # no "always" offered: `a` names nothing
+
+
+def test_the_mode_flag_offers_every_mode() -> None:
+    from typing import get_args
+
+    from coder_agent import cli
+    from coder_agent.permissions.modes import ModeName
+
+    assert get_args(ModeName) == cli.MODES
