@@ -33,11 +33,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import anyio
-from anyio.abc import Process
+from anyio.abc import ByteSendStream, Process
 
 log = logging.getLogger(__name__)
 
@@ -59,27 +60,70 @@ async def spawn_group(
     stdin: int | None = subprocess.PIPE,
     stdout: int | None = subprocess.PIPE,
     stderr: int | None = subprocess.PIPE,
+    pass_fds: Sequence[int] = (),
 ) -> Process:
     """Start `argv` as the leader of a new process group that ends with this process, however it ends."""
-    env = {**(os.environ if env is None else env), OWNER_VARIABLE: OWNER_MARK.partition("=")[2]}
+    env = owner_marked(os.environ if env is None else env)
     process = await anyio.open_process(
-        list(argv), cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        pass_fds=pass_fds,
     )
     if _CAN_KILL_GROUPS:
         _reaper.watch(process.pid)
     return process
 
 
-def signal_group(process: Process, sig: int) -> None:
+class GroupLeader(Protocol):
+    """What stopping a group needs of its leader: an `anyio` process, or one the sandbox's fork server started."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdin(self) -> ByteSendStream | None: ...
+
+    async def wait(self) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+class PipedLeader(GroupLeader, Protocol):
+    """A group leader whose output comes on a pipe."""
+
+    @property
+    def stdout(self) -> AsyncIterable[bytes] | None: ...
+
+
+def owner_marked(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with this agent's mark, which the reaper finds its processes by."""
+    return {**env, OWNER_VARIABLE: OWNER_MARK.partition("=")[2]}
+
+
+def watch_group(pgid: int) -> None:
+    """Announce a process group started elsewhere (the sandbox's fork server) to the reaper."""
+    if _CAN_KILL_GROUPS:
+        _reaper.watch(pgid)
+
+
+def signal_group(process: GroupLeader, sig: int) -> None:
     """Send `sig` to the process's whole group (its pid is the group id: see `spawn_group`)."""
     with contextlib.suppress(OSError):
         if _CAN_KILL_GROUPS:
             os.killpg(process.pid, sig)
-        else:  # pragma: no cover - Windows
+        elif isinstance(process, Process):  # pragma: no cover - Windows
             process.kill()
 
 
-async def stop_group(process: Process, *, stdin_grace: float = 0.0, grace: float = TERM_GRACE) -> None:
+async def stop_group(process: GroupLeader, *, stdin_grace: float = 0.0, grace: float = TERM_GRACE) -> None:
     """End the group of a process started by `spawn_group`, leaving nothing of it running.
 
     With `stdin_grace`, first close the leader's stdin and give it that long to exit on its own (a server's polite
@@ -105,7 +149,7 @@ async def stop_group(process: Process, *, stdin_grace: float = 0.0, grace: float
             _reaper.forget(process.pid)
 
 
-def _running(process: Process) -> bool:
+def _running(process: GroupLeader) -> bool:
     """Whether the leader or anything else in its group still runs (a zombie leader counts until reaped)."""
     return process.returncode is None or _group_alive(process.pid)
 
@@ -122,7 +166,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-async def _ended(process: Process, timeout: float) -> bool:
+async def _ended(process: GroupLeader, timeout: float) -> bool:
     """Wait up to `timeout` for the whole group to end; there is nothing to wait on but the process table."""
     with anyio.move_on_after(timeout):
         while _running(process):  # noqa: ASYNC110 - see above

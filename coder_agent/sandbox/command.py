@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,12 +24,13 @@ import anyio
 import platformdirs
 from anyio.abc import TaskGroup
 
+from coder_agent.process import PipedLeader, spawn_group
 from coder_agent.sandbox import seatbelt
-from coder_agent.sandbox.enter import FAILURE_MARK, SPEC_VARIABLE
 from coder_agent.sandbox.probe import Support, launcher_argv
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.spec import encode
+from coder_agent.sandbox.spawner import ForkServerSpawner
+from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE, encode
 from coder_agent.sandbox.walls import Walls, build_walls
 
 log = logging.getLogger(__name__)
@@ -65,11 +67,15 @@ class WallsHit:
 class CommandSandbox:
     """A session's sandbox (see the module docstring)."""
 
-    def __init__(self, walls: Walls, support: Support, folder: Path, proxy: HostProxy | None) -> None:
+    def __init__(
+        self, walls: Walls, support: Support, folder: Path, proxy: HostProxy | None, spawner: ForkServerSpawner | None
+    ) -> None:
         self.walls = walls
         self.support = support
         self.folder = folder
         self.proxy = proxy
+        self.spawner = spawner
+        """Starts local commands without a launcher each (Linux); None: every command goes through `launch`."""
 
     @classmethod
     async def open(
@@ -103,7 +109,8 @@ class CommandSandbox:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return cls(walls, support, folder, proxy)
+        spawner = ForkServerSpawner(tasks) if support.kind == "landlock" else None
+        return cls(walls, support, folder, proxy, spawner)
 
     def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment additions that run `argv` inside the walls."""
@@ -114,7 +121,20 @@ class CommandSandbox:
         env[SPEC_VARIABLE] = encode(spec)
         return [*launcher_argv(), "--", *argv], env
 
+    async def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> PipedLeader:
+        """Start `argv` inside the walls as a local process group, its output (stdout and stderr) on a pipe;
+        `env` is the environment it gets apart from the walls' own additions. OSError if it could not start."""
+        command, extra = self.launch(argv)
+        full = {**env, **extra}
+        if self.spawner is not None:
+            return await self.spawner.spawn(argv, cwd, full)
+        return await spawn_group(
+            command, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+
     async def aclose(self) -> None:
+        if self.spawner is not None:
+            await self.spawner.aclose()
         with contextlib.suppress(OSError):
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
 

@@ -92,7 +92,7 @@ def launcher_argv() -> list[str]:
 
 
 def _run_probe(support: Support) -> Support:
-    from coder_agent.sandbox.enter import FAILURE_MARK, SPEC_VARIABLE
+    from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE
 
     with tempfile.TemporaryDirectory(prefix="coder-agent-probe-") as folder:
         env = {**os.environ, SPEC_VARIABLE: spec_codec.encode({"write": [folder]})}

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 Spec = dict[str, list[str]]
 
+SPEC_VARIABLE = "CODER_AGENT_SANDBOX"
+"""The environment variable that carries the walls to the launcher (and the fork server's child)."""
+FAILURE_MARK = "coder-agent sandbox:"
+"""How the line starts that says the walls could not be put up (and nothing was run)."""
+FAILURE_STATUS = 125
+
 
 def encode(spec: Spec) -> str:
     return "\n".join(f"{key}={_escape(value)}" for key, values in spec.items() for value in values)

@@ -22,7 +22,7 @@ import anyio
 from coder_agent import nofollow
 from coder_agent.atomic import write_atomic
 from coder_agent.permissions import Choice, ChoiceKind, chosen
-from coder_agent.process import signal_group, spawn_group, stop_group
+from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import child_environ
@@ -33,7 +33,7 @@ from coder_agent.session.bridge import (
     BridgeError,
     CommandResult,
     ShowContent,
-    command_line,
+    shell_argv,
 )
 
 HEAD_BYTES = OUTPUT_BYTE_LIMIT // 5
@@ -131,16 +131,19 @@ class LocalBridge:
     async def run_command(
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
-        argv, extra_env = command_line(command, sandbox)
+        env = {**child_environ(), **COMMAND_ENV}
         try:
-            process = await spawn_group(
-                argv,
-                cwd=cwd,
-                env={**child_environ(), **COMMAND_ENV, **extra_env},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
+            if sandbox is not None:
+                process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
+            else:
+                process = await spawn_group(
+                    shell_argv(command),
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
         except OSError as exc:
             raise BridgeError(_spawn_failure(cwd, exc)) from None
         output = _Output()
