@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.process import PipedLeader, spawn_group
 from coder_agent.sandbox import seatbelt
+from coder_agent.sandbox.cgroups import make_pids_group, remove_group
 from coder_agent.sandbox.probe import Support, launcher_argv
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import SandboxConfig
@@ -76,6 +77,8 @@ class CommandSandbox:
         self.proxy = proxy
         self.spawner = spawner
         """Starts local commands without a launcher each (Linux); None: every command goes through `launch`."""
+        self.pids_group = make_pids_group(walls.max_processes) if support.kind == "landlock" else None
+        """The session's pids cgroup (a root agent), which every command joins; None: RLIMIT_NPROC holds them."""
 
     @classmethod
     async def open(
@@ -115,7 +118,7 @@ class CommandSandbox:
     def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment additions that run `argv` inside the walls."""
         env = self.walls.environment()
-        spec = self.walls.spec()
+        spec = self.walls.spec(self.pids_group)
         if self.support.kind == "seatbelt":
             return seatbelt.argv(spec, argv, proxy=self.walls.network == "proxy"), env
         env[SPEC_VARIABLE] = encode(spec)
@@ -135,6 +138,8 @@ class CommandSandbox:
     async def aclose(self) -> None:
         if self.spawner is not None:
             await self.spawner.aclose()
+        if self.pids_group is not None:
+            await anyio.to_thread.run_sync(remove_group, self.pids_group)
         with contextlib.suppress(OSError):
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
 

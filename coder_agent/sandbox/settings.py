@@ -90,8 +90,8 @@ class SandboxConfig(BaseModel):
     """Let sandboxed commands open UNIX sockets. Off by default: a socket outside the walls (a desktop bus, the
     Docker daemon, an ssh agent, tmux) could run commands outside them."""
 
-    max_processes: int = Field(default=1024, ge=16)
-    """The most processes one sandboxed command may have running at once."""
+    max_processes: int = Field(default=4096, ge=16)
+    """The most processes (threads included) the sandboxed commands of one session may run at once."""
 
     max_file_mb: int = Field(default=4096, ge=1)
     """The largest file a sandboxed command may write, in MiB."""

@@ -57,7 +57,7 @@ class Walls:
     hosts: tuple[str, ...] = ()
     proxy_socket: Path | None = None
     unix_sockets: bool = False
-    max_processes: int = 1024
+    max_processes: int = 4096
     max_file_bytes: int = 4096 << 20
     missing: tuple[str, ...] = field(default=())
     """Configured paths that do not exist (left out; said once)."""

@@ -1,0 +1,130 @@
+"""The sandbox through the protocol: the auto mode runs sandboxed commands unasked, in the editor's terminal (which
+runs the launcher) and locally (the fork server); a command that hits the walls asks to run again outside, once;
+the model's request to leave them asks first; sessions without a sandbox are not offered auto and say why; and
+`initialize` declares the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
+from coder_agent.sandbox import probe
+from tests.support.scripted_agent import scripted_agent, tool_agent
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not probe.check().available, reason=f"no sandbox here: {probe.check().reason}"),
+]
+
+
+def _write(path: Path, text: str) -> str:
+    """A command that writes `path` where the policy cannot see it (only the walls stop it)."""
+    return f"python3 -c \"open('{path}', 'w').write('{text}')\""
+
+
+def _results(model: ScriptedModel) -> list[str]:
+    return [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local"])
+async def test_auto_runs_sandboxed_commands_unasked_and_walls_hold(tmp_path: Path, terminal: bool) -> None:
+    outside = tmp_path / "outside.txt"
+    command = f"echo made > made.txt && {_write(outside, 'no')} && ls made.txt"
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": command})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto", terminal=terminal) as (client, editor, session, work):
+        editor.permission_answers = ["reject_once"]  # the question to leave the walls: kept inside
+        assert await client.prompt(session, "go") == "end_turn"
+    assert (work / "made.txt").read_text() == "made\n" and not outside.exists()
+    assert len(editor.permission_requests) == 1  # not for the command: for leaving the walls after it hit them
+    asked = editor.permission_requests[0]
+    assert [o["optionId"] for o in asked["options"]] == ["allow_once", "reject_once"]
+    note = asked["toolCall"]["content"][-1]["content"]["text"]
+    assert "hit the sandbox's walls" in note and "Permission denied" in note, note
+    result = _results(model)[0]
+    assert "the user kept it inside" in result and "writes:" in result
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "local"])
+async def test_a_command_that_hit_the_walls_runs_outside_once_allowed(tmp_path: Path, terminal: bool) -> None:
+    outside = tmp_path / "outside.txt"
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": _write(outside, "yes")})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto", terminal=terminal) as (client, editor, session, work):
+        editor.permission_answers = ["allow_once"]
+        await client.prompt(session, "go")
+    assert outside.read_text() == "yes"
+    assert _results(model)[0].startswith("Inside the sandbox it failed (")
+
+
+async def test_leaving_the_sandbox_asks_first_with_the_models_reason(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    call = Call("run_command", {"command": _write(outside, "x"), "outside_sandbox": True, "justification": "deploy"})
+    model = ScriptedModel([Reply(calls=[call]), Reply(calls=[call]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto") as (client, editor, session, work):
+        editor.permission_answers = ["reject_once", "allow_once"]
+        await client.prompt(session, "go")
+    first, second = editor.permission_requests
+    texts = [c["content"]["text"] for c in first["toolCall"]["content"] if c["type"] == "content"]
+    assert any("outside the sandbox: deploy" in text for text in texts)
+    assert [o["optionId"] for o in first["options"]] == ["allow_once", "reject_once"]  # no "always" to leave
+    assert outside.read_text() == "x"  # the second, allowed, ran outside
+
+
+async def test_default_mode_asks_then_runs_inside_the_walls(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "touch .git/hooks/x"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model) as (client, editor, session, work):
+        (work / ".git/hooks").mkdir(parents=True)
+        editor.permission_answers = ["allow_once", "reject_once"]  # the command; then leaving the walls
+        await client.prompt(session, "go")
+    assert not (work / ".git/hooks/x").exists()
+    assert "Read-only file system" in _results(model)[0]
+
+
+async def test_full_auto_runs_commands_outside(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": _write(outside, "x")})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
+        await client.prompt(session, "go")
+    assert outside.exists() and editor.permission_requests == []
+
+
+NOTICES = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True, "session": {"notices": {}}}
+
+
+async def test_without_the_sandbox_auto_is_not_offered(tmp_path: Path) -> None:
+    async with scripted_agent(tmp_path, ScriptedModel(), default_mode="auto", sandbox={"enabled": False}) as (
+        client,
+        session,
+        _,
+    ):
+        result = await client.request_raw("session/set_mode", {"sessionId": session, "modeId": "auto"})
+        assert result["error"]["code"] == -32602 and "needs the sandbox" in result["error"]["message"]
+        opened = await client.request("session/new", {"cwd": str(tmp_path / "work"), "mcpServers": []})
+    assert opened["modes"]["currentModeId"] == "default"  # the config's auto falls back
+    assert "auto" not in {m["id"] for m in opened["modes"]["availableModes"]}
+    assert "auto" not in [o["value"] for o in opened["configOptions"][0]["options"]]
+
+
+async def test_a_session_holding_the_home_folder_has_no_sandbox_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "work"))
+    async with scripted_agent(tmp_path, ScriptedModel(), capabilities=NOTICES, default_mode="auto") as (
+        client,
+        session,
+        _,
+    ):
+        await client.wait_for(lambda: bool(client.session_updates(session, "notice")))
+        [notice] = client.session_updates(session, "notice")
+    assert notice["title"] == "Commands are not sandboxed in this session"
+    assert "home folder" in notice["description"] and "default mode instead of auto" in notice["description"]
+
+
+async def test_initialize_declares_the_sandbox(tmp_path: Path) -> None:
+    async with scripted_agent(tmp_path, ScriptedModel(), open_session=False) as (client, _, _):
+        result = await client.initialize()
+    declared = result["agentCapabilities"]["_meta"]["sandbox"]
+    assert declared["mode"] == "custom"
+    assert declared["guarantees"] == {"fsIsolation": "workspace", "netIsolation": "denyAll", "processCaps": True}
+    assert declared["coderAgent"]["unsandboxedModes"] == ["full-auto"]
