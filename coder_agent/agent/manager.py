@@ -273,7 +273,9 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
 
     hooks = McpRequests(session, runner).hooks()
     state, services = session.state, session.services
-    hub = McpHub(task_group=services.tasks, roots=state.roots, hooks=hooks)
+    sandbox = services.sandbox if state.config.sandbox.mcp_servers else None
+    wrap = sandbox.launch if sandbox is not None else None
+    hub = McpHub(task_group=services.tasks, roots=state.roots, hooks=hooks, wrap_command=wrap)
     services.mcp = hub
     services.closers.append(hub.aclose)
     specs = [McpServerSpec.from_acp(server, cwd=state.cwd) for server in servers]

@@ -37,7 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from coder_agent.mcp.client_callbacks import elicitation_callback, sampling_callback
 from coder_agent.mcp.results import to_tools
 from coder_agent.mcp.stdio import ServerProcess, stdio_transport
-from coder_agent.mcp.types import McpClientHooks, McpError, McpServerSpec, McpTool, ServerStatus
+from coder_agent.mcp.types import CommandWrapper, McpClientHooks, McpError, McpServerSpec, McpTool, ServerStatus
 
 if TYPE_CHECKING:
     from mcp.client.client import Client
@@ -110,6 +110,8 @@ class Connector:
     """Called after a connected server's tools were listed again and changed."""
     hooks: McpClientHooks = field(default_factory=McpClientHooks)
     """What the session does when a server asks something of it."""
+    wrap_command: CommandWrapper | None = None
+    """Runs stdio servers inside the session's sandbox (`sandbox.mcp_servers`); None: as they are."""
 
     async def run(self, server: Server, connection: Connection, timeout: float) -> None:
         """The attempt's task: connect within `timeout`, serve until stopped or lost, close; never raises."""
@@ -211,6 +213,7 @@ class Connector:
                 log_line=self.log_line,
                 started=connection.ready,
                 lost=connection.lost,
+                wrap=self.wrap_command,
             )
         elif spec.transport == "http":
             import httpx2

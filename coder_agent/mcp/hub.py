@@ -56,6 +56,7 @@ from coder_agent.mcp.connection import (
 from coder_agent.mcp.results import MAX_RESULT_CHARS, map_result, model_parts
 from coder_agent.mcp.stdio import CLOSE_GRACE
 from coder_agent.mcp.types import (
+    CommandWrapper,
     McpCallResult,
     McpClientHooks,
     McpError,
@@ -90,6 +91,7 @@ class McpHub:
         protocol: Literal["auto", "legacy"] = "auto",
         max_result_chars: int = MAX_RESULT_CHARS,
         hooks: McpClientHooks | None = None,
+        wrap_command: CommandWrapper | None = None,
     ) -> None:
         """`log_to` receives the stdio servers' stderr (default: our stderr, looked up when written).
 
@@ -97,6 +99,7 @@ class McpHub:
         `roots`: directories offered to servers that ask for roots (2025-era `roots/list`), e.g. the session cwd.
         `protocol`: "auto" negotiates (2026-07-28 or 2025 handshake); "legacy" forces the 2025 handshake.
         `hooks`: what the session does when a server asks the user, asks for a completion, or must tell the user.
+        `wrap_command`: runs stdio servers inside the session's sandbox.
         """
         self._on_tools_changed = on_tools_changed
         self._log_to = log_to
@@ -108,6 +111,7 @@ class McpHub:
             log_line=self._log_line,
             tools_changed=self._server_tools_changed,
             hooks=hooks or McpClientHooks(),
+            wrap_command=wrap_command,
         )
         self._hooks = hooks or McpClientHooks()
         self._max_chars = max_result_chars

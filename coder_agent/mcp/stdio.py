@@ -30,7 +30,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from coder_agent.mcp.types import McpError, McpServerSpec
+from coder_agent.mcp.types import CommandWrapper, McpError, McpServerSpec
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.secrets import child_environ
 
@@ -89,6 +89,7 @@ async def stdio_transport(
     log_line: Callable[[str, str], None],
     started: anyio.Event,
     lost: anyio.Event,
+    wrap: CommandWrapper | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Spawn the server in its own process group; bridge its stdout/stdin to the session's streams.
 
@@ -98,13 +99,14 @@ async def stdio_transport(
     from mcp.shared.message import SessionMessage
 
     env = {**child_environ(), **spec.env}
-    executable = resolve_command(spec.command, env)
+    argv = [resolve_command(spec.command, env), *spec.args]
+    if wrap is not None:
+        argv, extra = wrap(argv)
+        env = {**env, **extra}
     pipe_stderr = os.name == "posix"
     read_fd, write_fd = os.pipe() if pipe_stderr else (-1, -1)
     try:
-        process = await spawn_group(
-            [executable, *spec.args], env=env, cwd=spec.cwd, stderr=write_fd if pipe_stderr else None
-        )
+        process = await spawn_group(argv, env=env, cwd=spec.cwd, stderr=write_fd if pipe_stderr else None)
     except OSError as exc:
         if pipe_stderr:
             os.close(read_fd)

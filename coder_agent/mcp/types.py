@@ -198,6 +198,11 @@ class McpClientHooks:
     """Something the user should know now (a server that could not be restarted)."""
 
 
+CommandWrapper = Callable[[list[str]], tuple[list[str], dict[str, str]]]
+"""Given a stdio server's command line: the command line that runs it (inside the session's sandbox) and what its
+environment gets on top."""
+
+
 @cache
 def qualified_name(server: str, tool: str) -> str:
     """The model-facing name of `tool` on `server`: `mcp__<server>__<tool>`.

@@ -9,13 +9,13 @@ Standard library only. In order, each step before the ones that would forbid it:
 2. **Mounts** in the private mount namespace: the `.git` folders of the workspace are pinned (bound onto
    themselves, so they cannot be renamed away and replaced), and the protected paths (`.git/hooks`, `.git/config`,
    `.coder-agent`) are bound read-only.
-3. **The proxy's forwarder** (network through the proxy only): a child process, forked before anything below, that
-   listens on the namespace's 127.0.0.1 and carries each connection to the agent's proxy over its UNIX socket.
-4. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
-   made for this command); for root, the capabilities that reach past the walls leave the bounding set.
-5. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
-   devices; writes to the writable places; no signals to and no abstract sockets of processes outside), then
-   **seccomp** (`seccomp.py`), which also forbids undoing any of it.
+3. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
+   made for the session); for root, the capabilities that reach past the walls leave the bounding set.
+4. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
+   devices; writes to the writable places; no signals to and no abstract sockets of processes outside).
+5. **The proxy's forwarder** (network through the proxy only): a child process, forked inside the Landlock domain,
+   that listens on the namespace's 127.0.0.1 and carries each connection to the agent's proxy over its UNIX socket.
+6. **seccomp** (`seccomp.py`), which also forbids undoing any of it.
 
 Any failure raises `Failure` with one sentence: the caller exits without running the command (fail closed).
 """
@@ -112,16 +112,15 @@ def enter(spec: Spec) -> None:
     _namespaces()
     _mounts(spec)
     _loopback_up()
-    for proxy_socket in spec.get("proxy", ()):
-        _start_forwarder(proxy_socket)
     _limits(spec)
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
     _landlock(spec, abi)
     families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
+    for proxy_socket in spec.get("proxy", ()):
+        _start_forwarder(proxy_socket, arch, frozenset(families | {seccomp.AF_UNIX}))
     if spec.get("unix_sockets") == ["yes"]:
         families.add(seccomp.AF_UNIX)
-    program = seccomp.filter_program(arch, frozenset(families))
-    _install_seccomp(program)
+    _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
 
 
 def _namespaces() -> None:
@@ -195,16 +194,23 @@ def _loopback_up() -> None:
         os.close(fd)
 
 
-def _start_forwarder(socket_path: str) -> None:
-    """Fork the forwarder: it listens on 127.0.0.1:PROXY_PORT here and relays to the agent's proxy."""
+def _start_forwarder(socket_path: str, arch: str, families: frozenset[int]) -> None:
+    """Fork the forwarder: it listens on 127.0.0.1:PROXY_PORT here and relays to the agent's proxy.
+
+    It is forked inside the Landlock domain (so the command's death may signal it: a domain cannot signal a process
+    outside it, the kernel's parent-death signal included), under a seccomp filter of its own that lets it open the
+    UNIX socket to the proxy and nothing the command's filter forbids otherwise."""
     from coder_agent.sandbox import forwarder  # only when the network goes through the proxy
 
     listener = forwarder.listen(PROXY_PORT)
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the forwarder: ends when the command (its parent, after exec) ends
         try:
             _prctl(PR_SET_PDEATHSIG, 9)
-            forwarder.serve(listener, socket_path)
+            if os.getppid() == parent:
+                _install_seccomp(seccomp.filter_program(arch, families))
+                forwarder.serve(listener, socket_path)
         finally:
             os._exit(0)
     listener.close()

@@ -54,7 +54,11 @@ class HostProxy:
         """Start listening (the socket file is made here, private to the user) and serve in `task_group`."""
         listener = await anyio.create_unix_listener(self.socket_path)
         self.socket_path.chmod(0o600)
-        task_group.start_soon(listener.serve, self._handle)
+        task_group.start_soon(self._serve, listener)
+
+    async def _serve(self, listener: anyio.abc.Listener[SocketStream]) -> None:
+        async with listener:
+            await listener.serve(self._handle)
 
     async def _handle(self, client: SocketStream) -> None:
         async with client:

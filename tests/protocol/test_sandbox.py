@@ -128,3 +128,15 @@ async def test_initialize_declares_the_sandbox(tmp_path: Path) -> None:
     assert declared["mode"] == "custom"
     assert declared["guarantees"] == {"fsIsolation": "workspace", "netIsolation": "denyAll", "processCaps": True}
     assert declared["coderAgent"]["unsandboxedModes"] == ["full-auto"]
+
+
+async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path: Path) -> None:
+    from tests.protocol.test_mcp import stdio_server
+
+    model = ScriptedModel([Reply(calls=[Call("mcp__local__env_var", {"name": "TMPDIR"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, open_session=False, sandbox={"mcp_servers": True}) as (client, _, _, work):
+        servers = [stdio_server("local", "basic")]
+        result = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
+        await client.prompt(result["sessionId"], "where is your temp folder?", timeout=60)
+    tmpdir = _results(model)[0]
+    assert "coder-agent-sandbox-" in tmpdir and tmpdir.endswith("/tmp")  # the session's private one
