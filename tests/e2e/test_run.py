@@ -386,3 +386,19 @@ async def test_a_session_saved_while_a_run_works_keeps_its_own_mode(
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(int(pid_file.read_text()), signal.SIGKILL)
     assert stored["mode"] == "default"
+
+
+@pytest.mark.parametrize("where", ["--config", "project"])
+async def test_a_config_problem_is_printed_once(tmp_path: Path, work: Path, fake_llm: FakeLLM, where: str) -> None:
+    fake_llm.script([Reply("Fine.")])
+    bad = 'temperature = "hot"\n'
+    if where == "project":
+        (work / ".coder-agent").mkdir()
+        (work / ".coder-agent" / "config.toml").write_text(bad)
+        args = ["--cwd", str(work), "hi"]
+    else:
+        (tmp_path / "bad.toml").write_text(bad)
+        args = ["--cwd", str(work), "--config", str(tmp_path / "bad.toml"), "hi"]
+    ran = await run(tmp_path, *args, llm=fake_llm)
+    assert ran.stderr.count("field 'temperature'") == 1, ran.stderr
+    assert ran.code == (0 if where == "project" else 1)  # a broken project file is left out, with a notice
