@@ -128,6 +128,9 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     run.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
     )
+    run.add_argument(
+        "--verbose", action="store_true", help="show commands' output whole (text output; default: its last lines)"
+    )
     _add_common(run, top=False)
     run.set_defaults(command_parser=run)
 

@@ -128,6 +128,9 @@ class Stdout:
         except (BrokenPipeError, ConnectionResetError):
             self.gone = True
 
+    def flush(self) -> None:
+        """Every write is flushed already."""
+
     def isatty(self) -> bool:
         return self.file.isatty()
 

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from coder_agent.errors import ResourceNotFound, RpcError
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
-from coder_agent.headless.render import TextOutput, stderr_console
+from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
 from coder_agent.headless.terminal_questions import TerminalQuestions
@@ -277,4 +277,5 @@ def _output(options: RunOptions, stdout: Stdout, console: Console) -> Output:
         return JsonOutput(stdout)
     if options.output == "stream-json":
         return StreamJsonOutput(stdout)
-    return TextOutput(stdout, console)
+    markdown = stdout_console(stdout) if stdout.isatty() else None
+    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose)

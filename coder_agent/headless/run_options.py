@@ -36,6 +36,8 @@ class RunOptions:
     output: OutputFormat
     can_ask: bool
     """A person is at a terminal: permission questions are asked there."""
+    verbose: bool = False
+    """Commands' output shown whole, not its last lines."""
 
 
 def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, stderr_tty: bool) -> RunOptions:
@@ -61,6 +63,7 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         resume=args.resume,
         output=args.output_format,
         can_ask=can_ask,
+        verbose=getattr(args, "verbose", False),
     )
 
 
