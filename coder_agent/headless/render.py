@@ -88,6 +88,9 @@ class TextOutput:
     def started(self, session: dict[str, Any]) -> None:
         if session.get("resumed"):
             self._line(Text(f"Continuing session {session['session_id']}", style="dim"))
+        piped = session.get("piped_input")
+        if piped is not None:
+            self._line(Text(piped_note(piped), style="dim"))
         self._wait(WAITING)
 
     def finished(self, result: RunResult) -> None:
@@ -255,6 +258,26 @@ class TextOutput:
         if self.status is not None:
             self.status.stop()
             self.status = None
+
+
+def piped_note(piped: dict[str, Any]) -> str:
+    """What became of the input piped next to the prompt, in words."""
+    if "waited_seconds" in piped:
+        return (
+            f"Nothing came on stdin within {piped['waited_seconds']:g} s: going on without it "
+            "(`< /dev/null` skips the wait)."
+        )
+    note = f"Added the {_size(piped['bytes'])} piped on stdin to the prompt"
+    if piped["truncated"]:
+        half = _size(piped["kept_bytes"] // 2)
+        return f"{note}: its first and last {half} (the middle was left out)."
+    return note + "."
+
+
+def _size(count: int) -> str:
+    if count < 1000:
+        return f"{count} byte{'' if count == 1 else 's'}"
+    return f"{count / 1000:,.1f} KB" if count < 1_000_000 else f"{count / 1_000_000:,.1f} MB"
 
 
 def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.text import Text
 
 from coder_agent.errors import ResourceNotFound, RpcError
+from coder_agent.headless import sessions
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
 from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
@@ -78,6 +79,8 @@ class _RunState:
     error: str | None = None
     interrupted: int | None = None
     """The signal that cancelled the run."""
+    mode: str | None = None
+    """The mode the run worked in."""
 
 
 def main(options: RunOptions, build: ManagerFactory) -> int:
@@ -111,7 +114,7 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
         with anyio.CancelScope() as work:
             tasks.start_soon(_cancel_on_signals, manager, work, run, output, console)
             try:
-                await _work(manager, options, bridge, run, tally, output)
+                await _work(manager, options, bridge, run, tally, output, console if options.can_ask else None)
             except RpcError as exc:
                 run.error = redact(exc.message)
             except Exception as exc:
@@ -124,6 +127,7 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
     result = _result(run, answers.refused, tally)
+    result.piped_input = options.piped_summary()
     if result.error:
         output.pause()
         console.print(Text(result.error, style="red" if result.exit_code != EXIT_INTERRUPTED else "yellow"))
@@ -132,15 +136,22 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
 
 
 async def _work(
-    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, tally: Tally, output: Output
+    manager: SessionManager,
+    options: RunOptions,
+    bridge: LocalBridge,
+    run: _RunState,
+    tally: Tally,
+    output: Output,
+    asker: Console | None,
 ) -> None:
-    session = await _open(manager, options, bridge, run)
+    session = await _open(manager, options, bridge, run, asker)
     run.session = session
     saved = session.state
     # A resumed session keeps its own model; a new one keeps the model it was made with (the run's).
     saved.store_instead(mode=saved.policy.mode, model=saved.config.model if run.resumed else None)
     run.own_settings = True
     _apply(manager, saved, options)
+    run.mode = saved.policy.mode
     run.cost_before = saved.spending.cost
     tally.cwd = saved.cwd
     output.started(
@@ -150,19 +161,32 @@ async def _work(
             "model": saved.config.model,
             "mode": saved.policy.mode,
             "resumed": run.resumed,
+            "piped_input": options.piped_summary(),
         }
     )
     await manager.ready(session)
-    run.stop_reason = await manager.prompt(session, [TextContent(text=options.prompt)])
+    prompt = options.prompt_text()
+    if prompt is None:
+        run.stop_reason = await manager.resume(session)
+    else:
+        run.stop_reason = await manager.prompt(session, [TextContent(text=prompt)])
 
 
-async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState) -> Session:
+async def _open(
+    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, asker: Console | None
+) -> Session:
     def client(session_id: str) -> LocalBridge:
         return bridge
 
     if options.resume is None and not options.continue_latest:
         return await manager.create(options.cwd, [], [], client)
-    if options.resume is not None:
+    store = manager.store
+    if options.resume is not None and store is not None:
+        if options.resume == "" and asker is not None:
+            session_id = await sessions.pick(store, options.cwd, asker)
+        else:
+            session_id = await anyio.to_thread.run_sync(sessions.resolve, store, options.resume)
+    elif options.resume is not None:
         session_id = options.resume
     else:
         page, _ = await manager.list(str(options.cwd), None)
@@ -245,25 +269,29 @@ def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResul
     elif run.error is not None:
         result.exit_code, result.error = EXIT_ERROR, run.error
     elif refused:
-        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session)
+        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session, run.mode)
     elif run.stop_reason != "end_turn":
         result.exit_code = EXIT_ERROR
         result.error = STOPPED_SHORT.get(run.stop_reason or "", f"The turn stopped: {run.stop_reason}.")
     return result
 
 
-def _refusal(event: Permission, session: Session | None) -> str:
-    """Why the run stopped, and the flags that would let the call through."""
+def _refusal(event: Permission, session: Session | None, run_mode: str | None) -> str:
+    """Why the run stopped, and the command that runs the stopped call and goes on."""
     mode = "accept-edits" if event.kind == "edit" else "full-auto"
+    stopped = f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on."
+    resume = f"coder-agent run --resume {session.id}" if session is not None else "coder-agent run --continue"
+    if run_mode not in (None, "default"):
+        resume += f" --mode {run_mode}"  # the run's mode was for that run only: say it again
     if event.allow_rules:
         rules = " ".join(f"--allow '{rule}'" for rule in event.allow_rules)
-        how = f"Allow it with {rules} (or --mode {mode}), or run on a terminal to be asked."
-    else:
-        how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be "
-        how += "checked): run on a terminal to be asked, or add an exact rule to your config."
-    return f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on. {how} " + (
-        _pick_up(session)
-    )
+        return (
+            f"{stopped} To allow it and go on from there: `{resume} {rules}` (or --mode {mode} in place of "
+            "--allow); or run on a terminal to be asked."
+        )
+    how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be checked): "
+    how += f"add an exact rule to your config and run `{resume}` to go on, or run on a terminal to be asked."
+    return f"{stopped} {how}"
 
 
 def _pick_up(session: Session | None) -> str:

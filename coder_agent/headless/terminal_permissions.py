@@ -5,9 +5,10 @@ why it asks) and the choices of the editor's prompt, "always" ones included (the
 editor); a number, `y`, `n` or `a` answers, Enter rejects. Keys typed before the question was shown are
 discarded, so a stray key cannot approve anything.
 
-With no one to ask (stdin or stderr is not a terminal), the call is refused and the turn stops there: the model
-does not improvise around a refusal nobody made. The run then ends with status 3, naming the `--allow` rule
-that would let the call through; `--continue` picks the session up.
+With no one to ask (stdin or stderr is not a terminal), the call does not run and the turn stops there: the model
+does not improvise around a refusal nobody made (it is told the call needs a permission no one could give). The
+run then ends with status 3, naming the `--allow` rule that would let the call through; `--continue` with that
+rule and no prompt runs the call and goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from coder_agent.headless.render import content_lines, inline_code, texts
 from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
 from coder_agent.permissions import ALLOWING, Choice, ChoiceKind
 from coder_agent.protocol.schema import ToolCallUpdate
+from coder_agent.session.bridge import NoOneToAsk
 from coder_agent.visible import visible
 
 COMMAND = re.compile(r"`{3,}sh\n")
@@ -53,7 +55,7 @@ class TerminalPermissions:
             event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
             self.refused.append(event)
             self.output.permission(event)
-            return None  # the turn ends as if cancelled: the model is not told to give up on the call
+            raise NoOneToAsk  # the turn stops at the call, which runs once allowed: the model does not give up on it
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
         allowed = answer in ALLOWING

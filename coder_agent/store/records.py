@@ -107,6 +107,8 @@ class SessionSummary(BaseModel):
     title: str | None = None
     updated_at: str
     additional_directories: list[str] = Field(default_factory=list)
+    model: str | None = None
+    """The session's model (None in sidecars written before it was kept there)."""
 
     @field_validator("updated_at")
     @classmethod
@@ -121,6 +123,7 @@ class SessionSummary(BaseModel):
             title=record.title,
             updated_at=record.updated_at,
             additional_directories=list(record.additional_directories),
+            model=record.model,
         )
 
 
@@ -184,6 +187,7 @@ def parse_summary(path: Path, session_id: str, data: bytes) -> SessionSummary:
         title=summary.title,
         updated_at=summary.updated_at,
         additional_directories=summary.additional_directories,
+        model=summary.model,
     )
 
 

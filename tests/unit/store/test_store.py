@@ -102,6 +102,7 @@ def test_round_trip_keeps_every_field(store: SessionStore) -> None:
         "title": "Fix the parser ✓",
         "updated_at": "2026-11-30T08:05:00.456Z",
         "additional_directories": ["/home/dev/lib"],
+        "model": "openai/gpt-5",
         "schema_version": SCHEMA_VERSION,
     }
 
