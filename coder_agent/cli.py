@@ -138,6 +138,21 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
     run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")
     run.add_argument("--cwd", metavar="DIR", help="the folder to work in (default: the current one)")
+    run.add_argument(
+        "--add-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another folder the tools may work in, as the session's own (repeat)",
+    )
+    run.add_argument(
+        "--mcp-config",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="MCP servers from a JSON file: mcpServers (Claude, Cursor), context_servers (Zed), servers (VS Code)",
+    )
     run.add_argument("--max-turns", type=int, metavar="N", help="the most model requests for this prompt")
     resume = run.add_mutually_exclusive_group()
     resume.add_argument(

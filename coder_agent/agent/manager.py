@@ -142,6 +142,7 @@ class SessionManager:
             config=config,
             policy=_policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
+            mcp_servers=[server.wire() for server in mcp_servers],
         )
         services = SessionServices(
             bridge=RedactingBridge(client, state.replay),

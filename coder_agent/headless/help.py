@@ -101,6 +101,7 @@ examples:
   { echo "Review this change:"; git diff --cached; } | coder-agent run     # the prompt from stdin
   coder-agent run --output-format json "list the TODOs" | jq -r .answer
   coder-agent run --mode accept-edits --allow "execute:pytest" "make the tests pass"
+  coder-agent run --mcp-config .mcp.json --add-dir ../shared "use the issue tracker's tools"
   coder-agent run --continue "now add a test for the empty case"
   coder-agent run --continue --allow "execute:pytest"                     # run the call it stopped at, go on
   coder-agent run --resume sess_1234 --model openai/gpt-4.1 "try again"

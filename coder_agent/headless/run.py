@@ -32,12 +32,13 @@ from rich.text import Text
 from coder_agent.errors import ResourceNotFound, RpcError
 from coder_agent.headless import sessions
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
+from coder_agent.headless.mcp_config import merged, stored_servers
 from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
 from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.protocol.content import TextContent
-from coder_agent.protocol.schema import SessionUpdate, StopReason
+from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
 from coder_agent.secrets import redact
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.stdio import reserve_stdout
@@ -179,7 +180,7 @@ async def _open(
         return bridge
 
     if options.resume is None and not options.continue_latest:
-        return await manager.create(options.cwd, [], [], client)
+        return await manager.create(options.cwd, list(options.add_dirs), list(options.mcp_servers), client)
     store = manager.store
     if options.resume is not None and store is not None:
         if options.resume == "" and asker is not None:
@@ -193,30 +194,37 @@ async def _open(
         if not page:
             raise ResourceNotFound(f"No session to continue in {options.cwd}; start one without --continue.")
         session_id = page[0].session_id
-    cwd, extra = await _folders(manager, session_id, options)
+    cwd, extra, servers = await _stored(manager, session_id, options)
     run.resumed = True
-    return await manager.reopen(session_id, cwd, extra, [], client)
+    extra += [folder for folder in options.add_dirs if folder not in extra]
+    return await manager.reopen(session_id, cwd, extra, merged(servers, list(options.mcp_servers)), client)
 
 
-async def _folders(manager: SessionManager, session_id: str, options: RunOptions) -> tuple[Path, list[Path]]:
-    """A resumed session works where it worked before, unless --cwd says otherwise."""
+async def _stored(
+    manager: SessionManager, session_id: str, options: RunOptions
+) -> tuple[Path, list[Path], list[McpServer]]:
+    """Where a resumed session worked before (unless --cwd says otherwise), and the MCP servers it had (an
+    editor's session keeps its servers on the command line)."""
     from pathlib import Path
 
     store = manager.store
-    if options.cwd_given or store is None:
-        return options.cwd, []
+    if store is None:
+        return options.cwd, [], []
 
-    def stored() -> tuple[Path, list[Path]] | None:
+    def stored() -> tuple[Path, list[Path], list[McpServer]] | None:
         try:
             record = store.load(session_id)
         except StoreError:
             return None  # reopening says what is wrong with it
+        servers = stored_servers(record.mcp_servers)
+        if options.cwd_given:
+            return options.cwd, [], servers
         cwd = Path(record.cwd)
         if not cwd.is_dir():
             raise ResourceNotFound(f"Session {session_id} worked in {cwd}, which is gone; give --cwd to use another.")
-        return cwd, [Path(d) for d in record.additional_directories if Path(d).is_dir()]
+        return cwd, [Path(d) for d in record.additional_directories if Path(d).is_dir()], servers
 
-    return await anyio.to_thread.run_sync(stored) or (options.cwd, [])
+    return await anyio.to_thread.run_sync(stored) or (options.cwd, [], [])
 
 
 def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) -> None:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from coder_agent.headless.mcp_config import McpConfigError, load_mcp_config, merged
 from coder_agent.headless.piped_input import PipedInput, read_piped
 from coder_agent.permissions import ModeName, Rule
+from coder_agent.protocol.schema import McpServer
 from coder_agent.store.records import ID_PATTERN
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -52,6 +54,11 @@ class RunOptions:
     """A person is at a terminal: permission questions are asked there."""
     verbose: bool = False
     """Commands' output shown whole, not its last lines."""
+    add_dirs: tuple[Path, ...] = ()
+    """More folders the session works in (--add-dir), after those a resumed session has."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    """MCP servers from --mcp-config files; a resumed session's own ones start too, these in place of any of the
+    same name."""
     piped: PipedInput | None = None
     """What came on stdin next to a prompt argument (added to the prompt), or how the wait for it ended."""
 
@@ -80,6 +87,13 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         raise UsageError(f"--cwd {args.cwd}: {'not a folder' if cwd.exists() else 'no such folder'}")
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    add_dirs = tuple(_folder("--add-dir", text) for text in getattr(args, "add_dir", []))
+    mcp_servers: list[McpServer] = []
+    for path in getattr(args, "mcp_config", []):
+        try:
+            mcp_servers = merged(mcp_servers, load_mcp_config(path))
+        except McpConfigError as exc:
+            raise UsageError(f"--mcp-config {exc}") from None
     resume, argument = _resume(args.resume, _argument(args))
     can_ask = stdin_tty and stderr_tty
     if resume == "" and not can_ask:
@@ -103,7 +117,16 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         can_ask=can_ask,
         verbose=getattr(args, "verbose", False),
         piped=piped,
+        add_dirs=add_dirs,
+        mcp_servers=tuple(mcp_servers),
     )
+
+
+def _folder(flag: str, text: str) -> Path:
+    folder = Path(text).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {text}: {'not a folder' if folder.exists() else 'no such folder'}")
+    return Path(os.path.abspath(folder))
 
 
 def _resume(resume: str | None, argument: str | None) -> tuple[str | None, str | None]:

@@ -92,6 +92,9 @@ class SessionRecord(BaseModel):
     """Permissions remembered for this session."""
     checkpoints: list[dict[str, Any]] = Field(default_factory=list)
     """Undo data, opaque to the store."""
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """The MCP servers the session was last opened with, in ACP's `McpServer` shape (an env or header entry whose
+    value holds a model key left out), so a run that continues an editor's session starts them too."""
 
     @field_validator("created_at", "updated_at")
     @classmethod

@@ -97,7 +97,14 @@ def test_run_help_says_the_modes_formats_and_exit_codes() -> None:
     args = parser.parse_args(["run", "x"])
     assert args.command_parser.prog == "coder-agent run"
     text = args.command_parser.format_help()
-    for words in ("read-only", "full-auto", "stream-json", "3 a permission no one could give", "130 Ctrl-C", "--continue"):
+    for words in (
+        "read-only",
+        "full-auto",
+        "stream-json",
+        "3 a permission no one could give",
+        "130 Ctrl-C",
+        "--continue",
+    ):
         assert words in text
 
 
