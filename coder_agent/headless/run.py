@@ -1,7 +1,10 @@
 """`coder-agent run`: one prompt through the agent without an editor — the same sessions, tools and store.
 
-The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
-disk, local process groups, updates to the output format, permission questions to `answers`. The run's
+The session opens (new, `--continue`: the latest of the folder, or `--resume ID`: an id, the start of one, or a
+session picked on the terminal) with a `LocalBridge`: the disk, local process groups, updates to the output
+format, permission questions to `answers`; with `--add-dir` folders and `--mcp-config` servers, and a resumed
+session with the MCP servers stored with it. The prompt goes to the session (with what was piped next to it);
+with none, the session goes on from the call its last turn stopped at for want of a permission. The run's
 `--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
 the mode it had before, and a resumed one with its own model (every save during the run too, so a run killed
 midway leaves it so); an editor that reopens it does not inherit a `full-auto` given on a command line. A new

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Literal
 
 from coder_agent.headless.mcp_config import McpConfigError, load_mcp_config, merged
 from coder_agent.headless.piped_input import PipedInput, read_piped
-from coder_agent.permissions import ModeName, Rule
+from coder_agent.permissions import DEFAULT_MODE, ModeName, Rule
 from coder_agent.protocol.schema import McpServer
 from coder_agent.store.records import ID_PATTERN
 
@@ -101,7 +101,7 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
     prompt, piped = _prompt(argument, stdin, stdin_tty, args.continue_latest or resume is not None)
     # With no one to ask: read-only, or, when --allow says what may run, the mode that runs only that (and stops
     # at anything else, so `--continue --allow RULE` lets a stopped call through).
-    mode: ModeName | None = args.mode or (None if can_ask else "default" if args.allow else "read-only")
+    mode: ModeName | None = args.mode or (None if can_ask else DEFAULT_MODE if args.allow else "read-only")
     return RunOptions(
         prompt=prompt,
         cwd=Path(os.path.abspath(cwd)),
