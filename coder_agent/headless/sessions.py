@@ -50,7 +50,7 @@ def main(cwd: Path, *, every_folder: bool, as_json: bool, store: SessionStore | 
     console = Console(highlight=False, soft_wrap=True)
     if not sessions:
         where = "anywhere" if every_folder else f"in {cwd} (`coder-agent sessions --all` lists every folder's)"
-        Console(stderr=True, highlight=False).print(Text(f"No sessions {where}.", style="dim"))
+        Console(stderr=True, highlight=False, soft_wrap=True).print(Text(f"No sessions {where}.", style="dim"))
         return 0
     for line in table(sessions, with_folder=every_folder):
         console.print(line)
