@@ -133,3 +133,13 @@ async def test_a_bare_prompt_runs_like_run(tmp_path: Path, folders: tuple[Path, 
         )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode() == "Fixed, nothing to do.\n"
+
+
+def test_no_sessions_says_where_it_looked(tmp_path: Path, folders: tuple[Path, Path]) -> None:
+    from coder_agent.headless.sessions import main
+
+    err = io.StringIO()
+    with environment_of(agent_env(tmp_path)), contextlib.redirect_stderr(err):
+        assert main(folders[0], every_folder=False, as_json=False) == 0
+    assert f"No sessions in {folders[0]} (`coder-agent sessions --all` lists every folder's)." in err.getvalue()
+    assert sessions_here(tmp_path, folders[0], "--json") == "[]\n"
