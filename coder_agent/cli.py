@@ -320,6 +320,8 @@ def _run_command(args: argparse.Namespace) -> int:
         options = run_options(args, sys.stdin.buffer, stdin_tty=sys.stdin.isatty(), stderr_tty=sys.stderr.isatty())
     except UsageError as exc:
         args.command_parser.error(str(exc))
+    except KeyboardInterrupt:  # Ctrl-C while stdin was being read: nothing has started
+        return 130
     source = cli_source(args.config, args.model)
     return headless.main(options, lambda tasks: session_manager(source(), tasks))
 
