@@ -133,7 +133,8 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     run.add_argument(
         "--mode",
         choices=MODES,
-        help="what may run without asking (default: read-only; on a terminal, the config's default_mode, which asks)",
+        help="what may run without asking (default: read-only, or default with --allow; on a terminal, the "
+        "config's default_mode, which asks)",
     )
     run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
     run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")
