@@ -3,8 +3,10 @@
 With no subcommand it is the ACP agent an editor starts: stdio is claimed for the protocol and it serves until
 stdin closes (exit status 0 after a clean shutdown: EOF, SIGTERM or SIGINT cancel every turn, close every
 session and end child processes first). Started by a person, with a terminal on stdin, it says what it is and
-exits instead of waiting for JSON. `run` is one prompt without an editor (`headless.run`); `doctor` checks the
-setup (`headless.doctor`). Nothing heavy is imported here: an editor's `initialize` waits on this module.
+exits instead of waiting for JSON. `run` is one prompt without an editor (`headless.run`); a bare prompt
+(`coder-agent "fix it"`) or a flag only `run` has (`-p`, `-c`, `-r`) means `run` too, since an editor never
+passes one. `sessions` lists the stored sessions (`headless.sessions`); `doctor` checks the setup
+(`headless.doctor`). Nothing heavy is imported here: an editor's `initialize` waits on this module.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ log = logging.getLogger("coder_agent")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 MODES = ("read-only", "default", "accept-edits", "auto", "full-auto")  # permissions.modes.ModeName (a test holds it)
 OUTPUT_FORMATS = ("text", "json", "stream-json")
+COMMANDS = ("run", "doctor", "sessions")
+VALUE_FLAGS = frozenset({"--config", "--model", "-m", "--log-file", "--log-level"})
+"""The flags every form takes that are followed by a value."""
+RUN_FLAGS = frozenset({"-p", "--prompt", "-c", "--continue", "-r", "--resume"})
+"""Flags only `run` has: given without a subcommand, they mean `run`."""
+PICK = ""
+"""`--resume` without an id: pick the session on the terminal."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,7 +74,7 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--config", type=Path, metavar="FILE", default=default(None), help="a config file, over every other source"
     )
     parser.add_argument(
-        "--model", default=default(None), help="the litellm model string, e.g. anthropic/claude-sonnet-4-5"
+        "-m", "--model", default=default(None), help="the litellm model string, e.g. anthropic/claude-sonnet-4-5"
     )
     parser.add_argument(
         "--log-file",
@@ -89,6 +98,8 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         prog="coder-agent",
         usage="coder-agent [options]                  serve ACP on stdin/stdout (an editor starts it)\n"
         "       coder-agent run [options] [PROMPT]     one request without an editor\n"
+        '       coder-agent [run options] "PROMPT"     the same: a prompt means run\n'
+        "       coder-agent sessions [--all] [--json]  the sessions of this folder, to --resume\n"
         "       coder-agent doctor [--offline]         check the setup; print the editor settings",
         description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
         "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
@@ -100,7 +111,9 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     if not with_commands:
         parser.set_defaults(command=None)
         return parser
-    commands = parser.add_subparsers(dest="command", metavar="{run,doctor}", help=argparse.SUPPRESS, prog="coder-agent")
+    commands = parser.add_subparsers(
+        dest="command", metavar="{run,sessions,doctor}", help=argparse.SUPPRESS, prog="coder-agent"
+    )
 
     run = commands.add_parser(
         "run",
@@ -110,26 +123,75 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         formatter_class=formatter,
         epilog_factory=_run_epilog,
     )
-    run.add_argument("prompt", nargs="?", metavar="PROMPT", help="the request; `-` or absent: read it from stdin")
+    run.add_argument(
+        "prompt",
+        nargs="?",
+        metavar="PROMPT",
+        help="the request; `-` or absent: read it from stdin (piped next to a PROMPT, stdin is added to it)",
+    )
+    run.add_argument("-p", "--prompt", dest="prompt_option", metavar="PROMPT", help="the request, as an option")
     run.add_argument(
         "--mode",
         choices=MODES,
-        help="what may run without asking (default: read-only; auto in CI; on a terminal, the config's default_mode)",
+        help="what may run without asking (default: read-only, or default with --allow; auto in CI; on a "
+        "terminal, the config's default_mode, which asks)",
     )
     run.add_argument("--allow", action="append", default=[], metavar="RULE", help="let matching calls run (repeat)")
     run.add_argument("--deny", action="append", default=[], metavar="RULE", help="refuse matching calls (repeat)")
     run.add_argument("--cwd", metavar="DIR", help="the folder to work in (default: the current one)")
+    run.add_argument(
+        "--add-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another folder the tools may work in, as the session's own (repeat)",
+    )
+    run.add_argument(
+        "--mcp-config",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="MCP servers from a JSON file: mcpServers (Claude, Cursor), context_servers (Zed), servers (VS Code)",
+    )
     run.add_argument("--max-turns", type=int, metavar="N", help="the most model requests for this prompt")
     resume = run.add_mutually_exclusive_group()
     resume.add_argument(
-        "--continue", dest="continue_latest", action="store_true", help="continue the latest session of this folder"
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the latest session of this folder (no PROMPT: run the call it stopped at, if --allow lets it)",
     )
-    resume.add_argument("--resume", metavar="ID", help="continue the session with this id")
+    resume.add_argument(
+        "-r",
+        "--resume",
+        metavar="ID",
+        nargs="?",
+        const=PICK,
+        help="continue the session with this id (or the start of it); without one, pick it on the terminal",
+    )
     run.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
     )
+    run.add_argument(
+        "--verbose", action="store_true", help="show commands' output whole (text output; default: its last lines)"
+    )
     _add_common(run, top=False)
     run.set_defaults(command_parser=run)
+
+    sessions = commands.add_parser(
+        "sessions",
+        formatter_class=formatter,
+        help="list the stored sessions of this folder, newest first",
+        description="The sessions of this folder, newest first: id, when last used, model and title. The editors'\n"
+        "sessions and the runs' are the same ones; `coder-agent run --resume ID` continues one.",
+    )
+    sessions.add_argument("--all", dest="every_folder", action="store_true", help="every folder's sessions")
+    sessions.add_argument("--json", dest="as_json", action="store_true", help="one JSON array, for scripts")
+    sessions.add_argument("--cwd", metavar="DIR", help="the folder whose sessions to list (default: the current one)")
+    _add_common(sessions, top=False)
+    sessions.set_defaults(command_parser=sessions)
 
     doctor = commands.add_parser(
         "doctor",
@@ -146,7 +208,7 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    words = sys.argv[1:] if argv is None else list(argv)
+    words = with_command(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(with_commands=any(not word.startswith("-") for word in words))
     args = parser.parse_args(words)
     if args.log_level is None:
@@ -158,6 +220,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if value and not Path(value).expanduser().is_file():
             parser.error(f"{label} {value}: no such file")
     return args
+
+
+def with_command(words: list[str]) -> list[str]:
+    """The words with `run` put first when they hold a prompt but no subcommand, or a flag only `run` has: an
+    editor never starts the agent so, and a person means `coder-agent run "fix it"`."""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in VALUE_FLAGS:
+            index += 2
+            continue
+        if word == "--" or word.split("=", 1)[0] in RUN_FLAGS:
+            return ["run", *words]
+        if word.startswith("-"):
+            index += 1
+            continue
+        return words if word in COMMANDS else ["run", *words]
+    return words
 
 
 def setup_logging(log_file: Path | None, level: str) -> None:
@@ -217,6 +297,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from coder_agent.headless.doctor import main as doctor
 
         _exit(doctor(args.config, args.model, offline=args.offline))
+    if args.command == "sessions":
+        from coder_agent.headless.sessions import main as sessions
+
+        cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
+        _exit(sessions(cwd, every_folder=args.every_folder, as_json=args.as_json))
     log.info("coder-agent %s starting (pid %d)", __version__, os.getpid())
     try:
         anyio.run(run, args, backend="asyncio")
@@ -236,6 +321,8 @@ def _run_command(args: argparse.Namespace) -> int:
         options = run_options(args, sys.stdin.buffer, stdin_tty=sys.stdin.isatty(), stderr_tty=sys.stderr.isatty())
     except UsageError as exc:
         args.command_parser.error(str(exc))
+    except KeyboardInterrupt:  # Ctrl-C while stdin was being read: nothing has started
+        return 130
     source = cli_source(args.config, args.model)
     return headless.main(options, lambda tasks: session_manager(source(), tasks))
 

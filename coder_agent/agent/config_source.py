@@ -4,8 +4,9 @@
 agent starts; `load(cwd)` adds the project file of a session's folder. A broken project file (it came with the
 repository) does not stop the session: it is left out and the problem is reported (so is a model string in it
 that names a server, which would carry the user's key there); any other broken source is a `ConfigInvalid` error
-naming the file and field. `model_settings` turns a config into what one model call needs, or raises
-`AuthRequired` / `ConfigInvalid` naming exactly what to set.
+naming the file and field. Each problem is told once, by whoever shows it (the error the caller reports, the
+session's notice): the log has it at info level only. `model_settings` turns a config into what one model call
+needs, or raises `AuthRequired` / `ConfigInvalid` naming exactly what to set.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class ConfigSource:
             fields["models"] = [name for name in config.models if "://" not in name]
         if not fields:
             return config, problems
-        log.warning("%s: ignoring a model string that names a server", project_config_file(cwd))
+        log.info("%s: ignoring a model string that names a server", project_config_file(cwd))
         return config.model_copy(update=fields), problems
 
     def _layers(self, cwd: Path | None) -> tuple[Config, list[str]]:
@@ -68,14 +69,14 @@ class ConfigSource:
             return self._load(cwd), []
         except ConfigError as exc:
             if cwd is None or exc.source != str(project_config_file(cwd)):
-                log.error("the config is invalid: %s", exc)
+                log.info("the config is invalid: %s", exc)
                 raise ConfigInvalid(str(exc), {"source": exc.source}) from None
-            log.warning("the project config is left out: %s", exc)
+            log.info("the project config is left out: %s", exc)
             problem = str(exc)
         try:
             return self._load(None), [problem]
         except ConfigError as exc:
-            log.error("the config is invalid: %s", exc)
+            log.info("the config is invalid: %s", exc)
             raise ConfigInvalid(str(exc), {"source": exc.source}) from None
 
     def _load(self, cwd: Path | None) -> Config:

@@ -142,6 +142,7 @@ class SessionManager:
             config=config,
             policy=_policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
+            mcp_servers=[server.wire() for server in mcp_servers],
         )
         services = SessionServices(
             bridge=RedactingBridge(client, state.replay),
@@ -196,6 +197,10 @@ class SessionManager:
 
     async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
+
+    async def resume(self, session: Session) -> StopReason:
+        """Go on from where the session's last turn stopped for want of a permission: the stopped call runs now."""
+        return await session.run_turn(lambda: self.runner.resume_turn(session))
 
     async def prompt_answered(self, session: Session) -> None:
         """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""

@@ -2,7 +2,8 @@
 
 It builds the turn's model from the session's config (credentials checked each time, so a key added
 to the environment or a `/model` switch takes effect at once), records the prompt in the replay log,
-titles a session after its first prompt, and hands the prompt to `commands` or to a `Turn`.
+titles a session after its first prompt, and hands the prompt to `commands` or to a `Turn`; `resume_turn` has a
+`Turn` go on from the calls it stopped at for want of permission.
 
 With litellm (no `model_factory`), building the runner starts litellm's import in the background: the
 agent is built right after it spawns, so the import overlaps `initialize` and `session/new` instead of
@@ -93,6 +94,11 @@ class ModelRunner:
                     await session.flush()
         await _name_session(session, prompt)
         return await turn.run(prompt)
+
+    async def resume_turn(self, session: Session) -> StopReason:
+        ctx = session.turn_context()
+        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx)
+        return await Turn(ctx, model, ToolExecutor(ctx)).resume()
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:

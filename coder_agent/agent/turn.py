@@ -12,7 +12,8 @@ provider says the request no longer fits, older turns are compacted into a summa
 
 A turn sees its session only through its `TurnContext`. The history stays valid whatever happens: a cancel
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
-carry on.
+carry on. A call whose permission no one could give (a run without a terminal) stops the turn, and the model
+is told so; `resume` runs such calls once the user allows them, and the turn goes on.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from coder_agent.agent import system_prompt
 from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.user_message import to_user_message
-from coder_agent.errors import AuthRequired, ModelUnavailable
+from coder_agent.errors import AuthRequired, InvalidParams, ModelUnavailable
 from coder_agent.model.base import (
     ContextWindowExceeded,
     Message,
@@ -42,7 +43,7 @@ from coder_agent.model.base import (
 from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
 from coder_agent.protocol.schema import AgentMessageChunk, AgentThoughtChunk, StopReason
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import ToolResult, ToolSet, TurnCancelled
+from coder_agent.tools.calls import StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,12 @@ DOOM_LOOP_REPEATS = 3
 TOOL_IMAGES_NOTE = "Images returned by the tool calls above:"
 CANCELLED_TOOL_RESULT = "The user cancelled the turn before this tool call ran."
 WAITING_FOR_ANSWER = "Not run: the turn ended to wait for the user's answer to your question."
+NEEDS_PERMISSION = (
+    "Not run: this call needs the user's permission, and no one could be asked (the agent runs without a terminal "
+    "or an editor to ask on). The turn stops here; once the user allows it, the call runs and the turn goes on."
+)
+NOT_RUN_AFTER_STOP = "Not run: the turn stopped at an earlier call that needs the user's permission."
+STOPPED_RESULTS = (NEEDS_PERMISSION, NOT_RUN_AFTER_STOP)
 
 
 class Turn:
@@ -132,34 +139,71 @@ class Turn:
                 return "max_tokens"
             if not turn.tool_calls:
                 return "end_turn"
-            images: list[dict[str, Any]] = []
-            waiting = False  # for the user's answer to a question: the turn ends after this batch
-            for call in turn.tool_calls:
-                if waiting:
-                    self.add_tool_result(call.id, WAITING_FOR_ANSWER)
-                    continue
-                try:
-                    result = await self.tools.run(call)
-                except TurnCancelled:
-                    return "cancelled"
-                images += self.add_tool_result(call.id, result.output)
-                self.ctx.save_soon()
-                waiting = result.ends_turn
-                if self.repeating(call, result):
-                    await self.say(
-                        f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
-                        f"{DOOM_LOOP_REPEATS} times in a row. Rephrase the request or give it a hint.\n"
-                    )
-                    return "end_turn"
-            if images:  # tool messages carry text only: images follow in a user message
-                self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
-            if waiting:
-                return "end_turn"
+            stopped = await self.run_calls(turn.tool_calls)
+            if stopped is not None:
+                return stopped
         await self.say(
             f"\n\n**Stopped after {self.config.max_turn_requests} model requests** (the `max_turn_requests` limit). "
             "Send a message to let it continue.\n"
         )
         return "max_turn_requests"
+
+    async def resume(self) -> StopReason:
+        """Go on from a turn that stopped at a call no one could permit: run its stopped calls now (asking again,
+        under the policy as it is now), then let the model go on. InvalidParams if the session did not stop so."""
+        calls = stopped_calls(self.history)
+        if not calls:
+            raise InvalidParams(
+                "The session did not stop at a call that needs permission, so there is nothing to go on with: "
+                "give a prompt."
+            )
+        self.conversation.reopen_calls({call.id for call in calls})
+        self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
+        turn_start = len(self.history)
+        try:
+            stop_reason = await self.run_calls(calls)
+            if stop_reason is None:
+                _, update = await system_prompt.begin_turn(self.ctx)  # the mode may be another one now
+                if update is not None:
+                    self.conversation.append(update)
+                stop_reason = await self.loop(turn_start)
+        except BaseException:
+            self.finish_turn()
+            self.ctx.save_soon()
+            raise
+        self.finish_turn()
+        self.ctx.after_response(self._save)
+        return stop_reason
+
+    async def run_calls(self, calls: Sequence[ToolCallRequest]) -> StopReason | None:
+        """Run the model's tool calls in order, answering each; the stop reason if the turn ends with them."""
+        images: list[dict[str, Any]] = []
+        waiting = False  # for the user's answer to a question: the turn ends after this batch
+        for index, call in enumerate(calls):
+            if waiting:
+                self.add_tool_result(call.id, WAITING_FOR_ANSWER)
+                continue
+            try:
+                result = await self.tools.run(call)
+            except StoppedForPermission:
+                self.add_tool_result(call.id, NEEDS_PERMISSION)
+                for later in calls[index + 1 :]:
+                    self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
+                return "cancelled"
+            except TurnCancelled:
+                return "cancelled"
+            images += self.add_tool_result(call.id, result.output)
+            self.ctx.save_soon()
+            waiting = result.ends_turn
+            if self.repeating(call, result):
+                await self.say(
+                    f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
+                    f"{DOOM_LOOP_REPEATS} times in a row. Rephrase the request or give it a hint.\n"
+                )
+                return "end_turn"
+        if images:  # tool messages carry text only: images follow in a user message
+            self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+        return "end_turn" if waiting else None
 
     # ---- model --------------------------------------------------------------------------------
 
@@ -252,6 +296,23 @@ class Turn:
             self.conversation.append({"role": "assistant", "content": "".join(self.streamed) + "\n[interrupted]"})
             self.streamed.clear()
         self.conversation.answer_pending(CANCELLED_TOOL_RESULT)
+
+
+def stopped_calls(history: Sequence[Message]) -> list[ToolCallRequest]:
+    """The calls a turn stopped at for want of permission (and those after them), if that is how the history ends."""
+    stopped: dict[str, bool] = {}
+    for message in reversed(history):
+        if message.get("role") != "tool":
+            if message.get("role") != "assistant" or not stopped:
+                return []
+            calls = message.get("tool_calls") or []
+            return [
+                ToolCallRequest(call["id"], call["function"]["name"], call["function"].get("arguments") or "")
+                for call in calls
+                if stopped.get(call.get("id"))
+            ]
+        stopped[str(message.get("tool_call_id"))] = message.get("content") in STOPPED_RESULTS
+    return []
 
 
 def _text_part(text: str) -> dict[str, Any]:

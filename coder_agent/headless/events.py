@@ -62,6 +62,9 @@ class RunResult:
     """USD spent by this run, where litellm knows the model's price."""
     files_changed: list[str] = field(default_factory=list)
     refused: list[Permission] = field(default_factory=list)
+    piped_input: dict[str, Any] | None = None
+    """What was piped on stdin next to the prompt: `bytes`, `truncated` (its middle left out past `kept_bytes`),
+    or `waited_seconds` when nothing came."""
 
     def wire(self) -> dict[str, Any]:
         data = asdict(self)
@@ -127,6 +130,9 @@ class Stdout:
             self.file.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.gone = True
+
+    def flush(self) -> None:
+        """Every write is flushed already."""
 
     def isatty(self) -> bool:
         return self.file.isatty()

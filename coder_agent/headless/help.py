@@ -25,9 +25,10 @@ ENVIRONMENT = (
 TERMINAL_NOTICE = """\
 coder-agent is an ACP agent: an editor (Zed, a JetBrains IDE, Neovim, Emacs) starts it and talks JSON-RPC to \
 it over stdin and stdout, so there is nothing to type here. To give it a task from this terminal, use \
-`coder-agent run "your request"` (see `coder-agent run --help`); to check the model, its key and the \
-endpoint, and to get the settings snippet for your editor, use `coder-agent doctor`. `coder-agent --help` \
-lists everything. (To speak ACP by hand anyway, pipe into it: `cat | coder-agent`.)"""
+`coder-agent "your request"` (short for `coder-agent run`; see `coder-agent run --help`); to check the \
+model, its key and the endpoint, and to get the settings snippet for your editor, use `coder-agent doctor`. \
+`coder-agent sessions` lists this folder's sessions; `coder-agent --help` lists everything. (To speak ACP \
+by hand anyway, pipe into it: `cat | coder-agent`.)"""
 
 
 def _user_config_file() -> str:
@@ -45,7 +46,9 @@ def main_epilog() -> str:
     return f"""\
 commands:
   (none)    serve ACP on stdin/stdout: what an editor starts
-  run       one request without an editor, for a terminal, a script, a git hook or CI (run --help)
+  run       one request without an editor, for a terminal, a script, a git hook or CI (run --help);
+            `coder-agent "PROMPT"` is short for it
+  sessions  the stored sessions of this folder (--all: every folder's; --json), to --resume
   doctor    check the config, the model, its key and endpoint; print the editor settings for this install
 
 environment:
@@ -72,7 +75,8 @@ A self-hosted server (vLLM, Ollama, llama.cpp; no key needed): the same entry wi
 
 RUN_EPILOG = """\
 modes (--mode):
-  read-only     reads and searches; edits and commands are refused (the default without a terminal)
+  read-only     reads and searches; edits and commands are refused (the default without a terminal,
+                unless --allow rules are given: then default, where only what they allow runs)
   default       asks on the terminal before every edit, command and fetch (the default on a terminal,
                 unless the config's default_mode says otherwise)
   accept-edits  edits without asking; asks before commands and fetches
@@ -89,13 +93,19 @@ output (--output-format):
 
 exit status:
   0 the model finished; 1 an error, or it stopped short (max turns, output limit); 2 a usage error;
-  3 a refused permission stopped the work (the session is saved: --continue picks it up); 130 Ctrl-C
+  3 a permission no one could give stopped the work (--continue --allow RULE, no prompt: it runs and goes on);
+  130 Ctrl-C
 
 examples:
   coder-agent run "explain what src/cache.py does"
+  coder-agent "explain what src/cache.py does"                            # the same
+  cat calc.py | coder-agent run "explain this"                            # piped text joins the prompt
   { echo "Review this change:"; git diff --cached; } | coder-agent run     # the prompt from stdin
   coder-agent run --output-format json "list the TODOs" | jq -r .answer
   coder-agent run --mode accept-edits --allow "execute:pytest" "make the tests pass"
+  coder-agent run --mcp-config .mcp.json --add-dir ../shared "use the issue tracker's tools"
   coder-agent run --continue "now add a test for the empty case"
+  coder-agent run --continue --allow "execute:pytest"                     # run the call it stopped at, go on
   coder-agent run --resume sess_1234 --model openai/gpt-4.1 "try again"
+  coder-agent run --resume                                                # pick the session on the terminal
 """

@@ -1,10 +1,15 @@
-"""`--output-format text`: the answer streamed to stdout; tool calls, diffs, the plan and notices compactly on stderr.
+"""`--output-format text`: the answer on stdout; tool calls, command output, diffs, the plan and notices on stderr.
 
 Rendering is rich's: colours when stderr is a terminal (and `NO_COLOR` is unset), plain text when it is piped, and
-a spinner while the run waits on the model or a command. Text that reaches the terminal from the model or a tool is
-never read as markup, and its control characters (escape sequences, bidirectional overrides) are shown as escapes,
-on stdout too when it is a terminal. When stdout and stderr are the same terminal, a line of the answer is ended
-before anything is written on stderr, so the two never share a line.
+a spinner while the run waits on the model or a command. The answer is written as it streams when stdout is piped
+(the model's Markdown as it is, for scripts); on a terminal it is rendered as Markdown a block at a time
+(`markdown_blocks`), links written out with their address rather than hidden behind the text. Each call is shown
+once: its line when it runs (or the permission question, which shows the whole command or diff, instead), then
+what it did — a command's output collapsed to its last lines (whole with `--verbose`), an edit's diff. Text that
+reaches the terminal from the model or a tool is never read as rich markup, and its control characters (escape
+sequences, bidirectional overrides) are shown as escapes, on stdout too when it is a terminal. When stdout and
+stderr are the same terminal, a line of the answer is ended before anything is written on stderr, so the two never
+share a line.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
 from coder_agent.headless.events import Permission, RunResult, Stdout
+from coder_agent.headless.markdown_blocks import MarkdownBlocks
 from coder_agent.protocol.content import ContentToolCallContent, DiffContent, TextContent, ToolCallContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -34,6 +41,8 @@ from coder_agent.visible import visible
 DIFF_LINES = 40
 """Lines of a diff shown at most; the rest is counted."""
 FAILURE_LINES = 6
+OUTPUT_LINES = 6
+"""The last lines of a command's output shown (all of them with --verbose)."""
 PLAN_MARKS = {"completed": ("✓", "green"), "in_progress": ("▸", "yellow"), "pending": ("○", "dim")}
 WAITING = "Waiting for the model"
 
@@ -43,32 +52,50 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class TextOutput:
-    """Shows a run as a person reads it."""
+def stdout_console(stdout: Stdout) -> Console:
+    """The run's stdout as a terminal the answer is rendered on."""
+    return Console(file=stdout, highlight=False)  # type: ignore[arg-type]  # Stdout writes and flushes like a file
 
-    def __init__(self, stdout: Stdout, console: Console) -> None:
+
+class TextOutput:
+    """Shows a run as a person reads it; `markdown`: the console the answer is rendered on (stdout is a terminal)."""
+
+    def __init__(
+        self, stdout: Stdout, console: Console, *, markdown: Console | None = None, verbose: bool = False
+    ) -> None:
         self.stdout = stdout
         self.console = console
+        self.markdown = markdown
+        self.verbose = verbose
         self.shared_terminal = stdout.isatty() and console.is_terminal
         self.status: Status | None = None
         self.line_open = False
         """The answer's last line on stdout is not ended yet."""
         self.answer_written = False
         self.tool_since_text = False
+        self.blocks = MarkdownBlocks()
         self.titles: dict[str, str] = {}
         self.kinds: dict[str, str] = {}
+        self.preview: dict[str, list[ToolCallContent]] = {}
+        """What each call showed when it started (a command, a diff): what it shows at the end is what is new."""
         self.content: dict[str, list[ToolCallContent]] = {}
         """What each call shows (its diff stays from the start when the end carries none)."""
+        self.shown: set[str] = set()
+        """Calls whose line (or permission question) is on the terminal."""
 
     # ---- the run ------------------------------------------------------------------------------
 
     def started(self, session: dict[str, Any]) -> None:
         if session.get("resumed"):
             self._line(Text(f"Continuing session {session['session_id']}", style="dim"))
+        piped = session.get("piped_input")
+        if piped is not None:
+            self._line(Text(piped_note(piped), style="dim"))
         self._wait(WAITING)
 
     def finished(self, result: RunResult) -> None:
         self._stop()
+        self._flush_answer()
         if self.line_open:
             self.stdout.write("\n")
             self.line_open = False
@@ -86,11 +113,16 @@ class TextOutput:
             self._line(Text(" · ".join(parts), style="dim"))
 
     def permission(self, event: Permission) -> None:
-        if event.answered_by == "terminal":  # the question showed its diff already
-            self.content.pop(event.tool_call_id, None)
+        call_id = event.tool_call_id
+        if event.answered_by == "terminal":  # the question showed the call, its command or its diff
+            self.shown.add(call_id)
+            self.content.pop(call_id, None)
+        else:  # no one was asked: the call is shown as it stopped the run
+            self._tool_line(call_id)
 
     def pause(self) -> None:
         self._stop()
+        self._flush_answer()
         self._end_answer_line()
 
     # ---- updates ------------------------------------------------------------------------------
@@ -105,8 +137,8 @@ class TextOutput:
             self.tool_since_text = True
             self.titles[update.tool_call_id] = visible(update.title)
             self.kinds[update.tool_call_id] = update.kind
+            self.preview[update.tool_call_id] = list(update.content or [])
             self.content[update.tool_call_id] = list(update.content or [])
-            self._tool_line(update.tool_call_id)
             self._progress(update.tool_call_id, update.status, update.content)
         elif isinstance(update, ToolCallUpdate):
             if update.title:
@@ -135,6 +167,15 @@ class TextOutput:
     def _answer(self, text: str) -> None:
         if not text:
             return
+        if self.markdown is not None:
+            if self.tool_since_text:
+                self._flush_answer()
+            self.tool_since_text = False
+            for block in self.blocks.feed(text):
+                self._render(block)
+            if self.blocks.pending:
+                self._wait("Writing")
+            return
         self._stop()
         if self.tool_since_text and self.answer_written:
             self.stdout.write("\n\n" if self.line_open else "\n")
@@ -143,7 +184,25 @@ class TextOutput:
         self.answer_written = True
         self.line_open = not text.endswith("\n")
 
+    def _flush_answer(self) -> None:
+        """Render what is held back of the answer (it ended, or something else is about to be shown)."""
+        if self.markdown is None:
+            return
+        for block in self.blocks.rest():
+            self._render(block)
+
+    def _render(self, block: str) -> None:
+        assert self.markdown is not None
+        self._stop()
+        if self.answer_written:
+            self.markdown.print()
+        self.markdown.print(Markdown(visible(block), hyperlinks=False))
+        self.answer_written = True
+
     def _tool_line(self, call_id: str) -> None:
+        if call_id in self.shown:
+            return
+        self.shown.add(call_id)
         title = self.titles.get(call_id, "")
         if self.kinds.get(call_id) == "execute":
             self._line(Text.assemble(("$ ", "bold cyan"), (title, "cyan")))
@@ -151,15 +210,21 @@ class TextOutput:
             self._line(Text.assemble(("• ", "bold blue"), title))
 
     def _progress(self, call_id: str, status: str | None, content: Sequence[ToolCallContent] | None) -> None:
+        if status in (None, "pending"):
+            return
+        self._tool_line(call_id)
         if status == "in_progress":
             self._wait(f"Running {self.titles.get(call_id, 'a tool')}")
-        elif status == "completed":
-            shown = self.content.pop(call_id, [])
-            self._lines([line for item in shown if isinstance(item, DiffContent) for line in diff_lines(item)])
-            self._wait(WAITING)
+            return
+        latest = self.content.pop(call_id, None)
+        new = [item for item in latest or content or [] if item not in self.preview.get(call_id, [])]
+        if status == "completed":
+            self._lines([line for item in latest or [] if isinstance(item, DiffContent) for line in diff_lines(item)])
+            if self.kinds.get(call_id) == "execute":
+                self._lines(output_lines(new, None if self.verbose else OUTPUT_LINES))
         elif status == "failed":
-            self._lines(failure_lines(content or []))
-            self._wait(WAITING)
+            self._lines(failure_lines(new or content or [], None if self.verbose else FAILURE_LINES))
+        self._wait(WAITING)
 
     # ---- the terminal -------------------------------------------------------------------------
 
@@ -170,6 +235,7 @@ class TextOutput:
         if not lines:
             return
         self._stop()
+        self._flush_answer()
         self._end_answer_line()
         for line in lines:
             self.console.print(line)
@@ -194,6 +260,26 @@ class TextOutput:
             self.status = None
 
 
+def piped_note(piped: dict[str, Any]) -> str:
+    """What became of the input piped next to the prompt, in words."""
+    if "waited_seconds" in piped:
+        return (
+            f"Nothing came on stdin within {piped['waited_seconds']:g} s: going on without it "
+            "(`< /dev/null` skips the wait)."
+        )
+    note = f"Added the {_size(piped['bytes'])} piped on stdin to the prompt"
+    if piped["truncated"]:
+        half = _size(piped["kept_bytes"] // 2)
+        return f"{note}: its first and last {half} (the middle was left out)."
+    return note + "."
+
+
+def _size(count: int) -> str:
+    if count < 1000:
+        return f"{count} byte{'' if count == 1 else 's'}"
+    return f"{count / 1000:,.1f} KB" if count < 1_000_000 else f"{count / 1_000_000:,.1f} MB"
+
+
 def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:
     """A compact unified diff of one file: hunks with one line of context, at most `limit` lines."""
     if item.old_text is None:
@@ -212,23 +298,54 @@ def diff_lines(item: DiffContent, limit: int = DIFF_LINES) -> list[Text]:
     return lines
 
 
-def failure_lines(content: Sequence[ToolCallContent]) -> list[Text]:
+def failure_lines(content: Sequence[ToolCallContent], limit: int | None = FAILURE_LINES) -> list[Text]:
     """Why a call failed: the last lines of its text (a command's output ends with its error)."""
     text = "\n".join(plain(visible(text)) for text in texts(content))
-    lines = [line for line in text.splitlines() if line.strip()][-FAILURE_LINES:] or ["failed"]
+    lines = [line for line in text.splitlines() if line.strip()]
+    lines = (lines[-limit:] if limit else lines) or ["failed"]
     first = Text.assemble(("  ✗ ", "bold red"), (lines[0], "red"))
     return [first, *(Text(f"    {line}", style="red") for line in lines[1:])]
 
 
-def content_lines(content: Sequence[ToolCallContent]) -> list[Text]:
-    """A call's content as a permission question shows it: diffs, and text (a command) as it is."""
+def output_lines(content: Sequence[ToolCallContent], limit: int | None = OUTPUT_LINES) -> list[Text]:
+    """A command's output: its last `limit` lines (None: all), with a count of those left out."""
+    text = "\n".join(plain(visible(text)) for text in texts(content))
+    lines = text.rstrip().splitlines()
+    if not lines or lines == ["(no output)"]:
+        return []
+    shown: list[Text] = []
+    if limit is not None and len(lines) > limit:
+        earlier = len(lines) - limit
+        shown.append(Text(f"    … {earlier} earlier line{'' if earlier == 1 else 's'} (--verbose shows all)", "dim"))
+        lines = lines[-limit:]
+    return shown + [Text(f"    {line}", style="dim") for line in lines]
+
+
+def content_lines(content: Sequence[ToolCallContent], *, command: bool = False) -> list[Text]:
+    """A call's content as a permission question shows it: diffs, and text as it is; with `command`, the first
+    text is the command line, shown as one would type it (`$ …`)."""
     lines: list[Text] = []
     for item in content:
         if isinstance(item, DiffContent):
             lines += diff_lines(item)
-        else:
-            lines += [Text(f"    {line}") for text in texts([item]) for line in plain(visible(text)).splitlines()]
+            continue
+        for text in texts([item]):
+            body = plain(visible(text)).splitlines()
+            if command:
+                command = False
+                lines += [Text.assemble(("  $ " if n == 0 else "    ", "bold cyan"), (line, "cyan"))
+                          for n, line in enumerate(body)]  # fmt: skip
+            else:
+                lines += [Text(f"    {line}") for line in body]
     return lines
+
+
+def inline_code(text: str) -> list[tuple[str, str]]:
+    """Text with Markdown's `code` spans shown as code (the backticks dropped), for `Text.assemble`."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: nothing to render
+        return [(text, "")]
+    return [(part, "bold cyan" if n % 2 else "") for n, part in enumerate(parts) if part]
 
 
 def _lines_of(text: str) -> list[str]:

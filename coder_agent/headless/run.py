@@ -1,7 +1,10 @@
 """`coder-agent run`: one prompt through the agent without an editor — the same sessions, tools and store.
 
-The session opens (new, `--continue`: the latest of the folder, or `--resume ID`) with a `LocalBridge`: the
-disk, local process groups, updates to the output format, permission questions to `answers`. The run's
+The session opens (new, `--continue`: the latest of the folder, or `--resume ID`: an id, the start of one, or a
+session picked on the terminal) with a `LocalBridge`: the disk, local process groups, updates to the output
+format, permission questions to `answers`; with `--add-dir` folders and `--mcp-config` servers, and a resumed
+session with the MCP servers stored with it. The prompt goes to the session (with what was piped next to it);
+with none, the session goes on from the call its last turn stopped at for want of a permission. The run's
 `--mode`, `--allow`/`--deny`, `--model` and `--max-turns` hold for this run only: the session is stored with
 the mode it had before, and a resumed one with its own model (every save during the run too, so a run killed
 midway leaves it so); an editor that reopens it does not inherit a `full-auto` given on a command line. A new
@@ -30,13 +33,15 @@ from rich.console import Console
 from rich.text import Text
 
 from coder_agent.errors import InvalidParams, ResourceNotFound, RpcError
+from coder_agent.headless import sessions
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
-from coder_agent.headless.render import TextOutput, stderr_console
+from coder_agent.headless.mcp_config import merged, stored_servers
+from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
 from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.protocol.content import TextContent
-from coder_agent.protocol.schema import SessionUpdate, StopReason
+from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
 from coder_agent.secrets import redact
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.stdio import reserve_stdout
@@ -78,6 +83,8 @@ class _RunState:
     error: str | None = None
     interrupted: int | None = None
     """The signal that cancelled the run."""
+    mode: str | None = None
+    """The mode the run worked in."""
 
 
 def main(options: RunOptions, build: ManagerFactory) -> int:
@@ -111,7 +118,7 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
         with anyio.CancelScope() as work:
             tasks.start_soon(_cancel_on_signals, manager, work, run, output, console)
             try:
-                await _work(manager, options, bridge, run, tally, output)
+                await _work(manager, options, bridge, run, tally, output, console if options.can_ask else None)
             except RpcError as exc:
                 run.error = redact(exc.message)
             except Exception as exc:
@@ -124,6 +131,7 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
     result = _result(run, answers.refused, tally)
+    result.piped_input = options.piped_summary()
     if result.error:
         output.pause()
         console.print(Text(result.error, style="red" if result.exit_code != EXIT_INTERRUPTED else "yellow"))
@@ -132,9 +140,15 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
 
 
 async def _work(
-    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, tally: Tally, output: Output
+    manager: SessionManager,
+    options: RunOptions,
+    bridge: LocalBridge,
+    run: _RunState,
+    tally: Tally,
+    output: Output,
+    asker: Console | None,
 ) -> None:
-    session = await _open(manager, options, bridge, run)
+    session = await _open(manager, options, bridge, run, asker)
     run.session = session
     saved = session.state
     # A resumed session keeps its own model; a new one keeps the model it was made with (the run's).
@@ -155,6 +169,7 @@ async def _work(
             f"In CI the default mode is auto, which needs the sandbox ({session.services.sandbox_problem}); "
             "give --mode to choose another.",
         )
+    run.mode = saved.policy.mode
     run.cost_before = saved.spending.cost
     tally.cwd = saved.cwd
     output.started(
@@ -164,49 +179,69 @@ async def _work(
             "model": saved.config.model,
             "mode": saved.policy.mode,
             "resumed": run.resumed,
+            "piped_input": options.piped_summary(),
         }
     )
     await manager.ready(session)
-    run.stop_reason = await manager.prompt(session, [TextContent(text=options.prompt)])
+    prompt = options.prompt_text()
+    if prompt is None:
+        run.stop_reason = await manager.resume(session)
+    else:
+        run.stop_reason = await manager.prompt(session, [TextContent(text=prompt)])
 
 
-async def _open(manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState) -> Session:
+async def _open(
+    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, asker: Console | None
+) -> Session:
     def client(session_id: str) -> LocalBridge:
         return bridge
 
     if options.resume is None and not options.continue_latest:
-        return await manager.create(options.cwd, [], [], client)
-    if options.resume is not None:
+        return await manager.create(options.cwd, list(options.add_dirs), list(options.mcp_servers), client)
+    store = manager.store
+    if options.resume is not None and store is not None:
+        if options.resume == "" and asker is not None:
+            session_id = await sessions.pick(store, options.cwd, asker)
+        else:
+            session_id = await anyio.to_thread.run_sync(sessions.resolve, store, options.resume)
+    elif options.resume is not None:
         session_id = options.resume
     else:
         page, _ = await manager.list(str(options.cwd), None)
         if not page:
             raise ResourceNotFound(f"No session to continue in {options.cwd}; start one without --continue.")
         session_id = page[0].session_id
-    cwd, extra = await _folders(manager, session_id, options)
+    cwd, extra, servers = await _stored(manager, session_id, options)
     run.resumed = True
-    return await manager.reopen(session_id, cwd, extra, [], client)
+    extra += [folder for folder in options.add_dirs if folder not in extra]
+    return await manager.reopen(session_id, cwd, extra, merged(servers, list(options.mcp_servers)), client)
 
 
-async def _folders(manager: SessionManager, session_id: str, options: RunOptions) -> tuple[Path, list[Path]]:
-    """A resumed session works where it worked before, unless --cwd says otherwise."""
+async def _stored(
+    manager: SessionManager, session_id: str, options: RunOptions
+) -> tuple[Path, list[Path], list[McpServer]]:
+    """Where a resumed session worked before (unless --cwd says otherwise), and the MCP servers it had (an
+    editor's session keeps its servers on the command line)."""
     from pathlib import Path
 
     store = manager.store
-    if options.cwd_given or store is None:
-        return options.cwd, []
+    if store is None:
+        return options.cwd, [], []
 
-    def stored() -> tuple[Path, list[Path]] | None:
+    def stored() -> tuple[Path, list[Path], list[McpServer]] | None:
         try:
             record = store.load(session_id)
         except StoreError:
             return None  # reopening says what is wrong with it
+        servers = stored_servers(record.mcp_servers)
+        if options.cwd_given:
+            return options.cwd, [], servers
         cwd = Path(record.cwd)
         if not cwd.is_dir():
             raise ResourceNotFound(f"Session {session_id} worked in {cwd}, which is gone; give --cwd to use another.")
-        return cwd, [Path(d) for d in record.additional_directories if Path(d).is_dir()]
+        return cwd, [Path(d) for d in record.additional_directories if Path(d).is_dir()], servers
 
-    return await anyio.to_thread.run_sync(stored) or (options.cwd, [])
+    return await anyio.to_thread.run_sync(stored) or (options.cwd, [], [])
 
 
 def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) -> None:
@@ -259,25 +294,29 @@ def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResul
     elif run.error is not None:
         result.exit_code, result.error = EXIT_ERROR, run.error
     elif refused:
-        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session)
+        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session, run.mode)
     elif run.stop_reason != "end_turn":
         result.exit_code = EXIT_ERROR
         result.error = STOPPED_SHORT.get(run.stop_reason or "", f"The turn stopped: {run.stop_reason}.")
     return result
 
 
-def _refusal(event: Permission, session: Session | None) -> str:
-    """Why the run stopped, and the flags that would let the call through."""
+def _refusal(event: Permission, session: Session | None, run_mode: str | None) -> str:
+    """Why the run stopped, and the command that runs the stopped call and goes on."""
     mode = "accept-edits" if event.kind == "edit" else "auto" if _auto_would_run(event, session) else "full-auto"
+    stopped = f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on."
+    resume = f"coder-agent run --resume {session.id}" if session is not None else "coder-agent run --continue"
+    if run_mode not in (None, "default"):
+        resume += f" --mode {run_mode}"  # the run's mode was for that run only: say it again
     if event.allow_rules:
         rules = " ".join(f"--allow '{rule}'" for rule in event.allow_rules)
-        how = f"Allow it with {rules} (or --mode {mode}), or run on a terminal to be asked."
-    else:
-        how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be "
-        how += "checked): run on a terminal to be asked, or add an exact rule to your config."
-    return f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on. {how} " + (
-        _pick_up(session)
-    )
+        return (
+            f"{stopped} To allow it and go on from there: `{resume} {rules}` (or --mode {mode} in place of "
+            "--allow); or run on a terminal to be asked."
+        )
+    how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be checked): "
+    how += f"add an exact rule to your config and run `{resume}` to go on, or run on a terminal to be asked."
+    return f"{stopped} {how}"
 
 
 def _auto_would_run(event: Permission, session: Session | None) -> bool:
@@ -296,4 +335,5 @@ def _output(options: RunOptions, stdout: Stdout, console: Console) -> Output:
         return JsonOutput(stdout)
     if options.output == "stream-json":
         return StreamJsonOutput(stdout)
-    return TextOutput(stdout, console)
+    markdown = stdout_console(stdout) if stdout.isatty() else None
+    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose)

@@ -20,7 +20,9 @@ async def read_line(fd: int) -> str | None:
 
 
 def discard_typed_ahead(fd: int) -> None:
-    with contextlib.suppress(ImportError, OSError):
+    try:
         import termios
-
+    except ImportError:
+        return
+    with contextlib.suppress(OSError, termios.error):  # not a terminal: nothing was typed ahead
         termios.tcflush(fd, termios.TCIFLUSH)

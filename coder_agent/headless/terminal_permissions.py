@@ -1,29 +1,34 @@
 """Permission questions of a run: asked on the terminal when a person is there, refused when no one is.
 
-On a terminal the question shows the call (its title, kind, diff or command, and why it asks) and the choices of
-the editor's prompt, "always" ones included (they hold for the session, as in an editor); a number, `y`, `n`
-or `a` answers, Enter rejects. Keys typed before the question was shown are discarded, so a stray key cannot
-approve anything.
+On a terminal the question shows the call once (a command as one would type it, or the title and the diff; and
+why it asks) and the choices of the editor's prompt, "always" ones included (they hold for the session, as in an
+editor); a number, `y`, `n` or `a` answers, Enter rejects. Keys typed before the question was shown are
+discarded, so a stray key cannot approve anything.
 
-With no one to ask (stdin or stderr is not a terminal), the call is refused and the turn stops there: the model
-does not improvise around a refusal nobody made. The run then ends with status 3, naming the `--allow` rule
-that would let the call through; `--continue` picks the session up.
+With no one to ask (stdin or stderr is not a terminal), the call does not run and the turn stops there: the model
+does not improvise around a refusal nobody made (it is told the call needs a permission no one could give). The
+run then ends with status 3, naming the `--allow` rule that would let the call through; `--continue` with that
+rule and no prompt runs the call and goes on.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich.console import Console
 from rich.text import Text
 
 from coder_agent.headless.events import Output, Permission
-from coder_agent.headless.render import content_lines
+from coder_agent.headless.render import content_lines, inline_code, texts
 from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
 from coder_agent.permissions import ALLOWING, Choice, ChoiceKind
 from coder_agent.protocol.schema import ToolCallUpdate
+from coder_agent.session.bridge import NoOneToAsk
 from coder_agent.visible import visible
 
+COMMAND = re.compile(r"`{3,}sh\n")
+"""How `run_command` shows its command line (a shell code fence)."""
 SHORT_ANSWERS: dict[str, ChoiceKind] = {
     "y": "allow_once",
     "yes": "allow_once",
@@ -50,7 +55,7 @@ class TerminalPermissions:
             event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
             self.refused.append(event)
             self.output.permission(event)
-            return None  # the turn ends as if cancelled: the model is not told to give up on the call
+            raise NoOneToAsk  # the turn stops at the call, which runs once allowed: the model does not give up on it
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
         allowed = answer in ALLOWING
@@ -59,12 +64,15 @@ class TerminalPermissions:
         return answer
 
     async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind:
-        title = visible(call.title or "A tool call")
+        content = call.content or []
+        first = texts(content[:1])
+        command = call.kind == "execute" and bool(first) and COMMAND.match(first[0]) is not None
+        title = "Run this command?" if command else visible(call.title or "A tool call")
         console.print(Text.assemble(("? ", "bold yellow"), (title, "bold"), (f"  ({call.kind})", "dim")))
-        for line in content_lines(call.content or []):
+        for line in content_lines(content, command=command):
             console.print(line)
-        labels = (f"[{number}] {visible(choice.label)}" for number, choice in enumerate(choices, 1))
-        console.print(Text("  ".join(labels)))
+        labels = [Text.assemble(f"[{n}] ", *inline_code(visible(choice.label))) for n, choice in enumerate(choices, 1)]
+        console.print(Text("  ").join(labels))
         discard_typed_ahead(self.terminal_fd)
         while True:
             console.print(Text(f"Answer 1-{len(choices)} (Enter: Reject): ", style="bold"), end="")

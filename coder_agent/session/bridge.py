@@ -35,6 +35,11 @@ class BridgeError(CallFailed):
     """A file or command the environment could not serve; the message is one sentence for the model and user."""
 
 
+class NoOneToAsk(Exception):
+    """A permission question no one can answer (a run with no terminal): the turn stops at the call, which runs
+    once the user allows it and the session goes on (`coder-agent run --continue --allow …`)."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """A finished command: its output (capped), and how it ended."""
@@ -100,7 +105,8 @@ class ClientBridge(Protocol):
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
         """Ask the user about a tool call; the kind of the choice picked among `choices` (an answer that names
-        none of them is `reject_once`: `permissions.chosen`), or None if the turn was cancelled."""
+        none of them is `reject_once`: `permissions.chosen`), or None if the turn was cancelled. NoOneToAsk when
+        no one can answer."""
         ...
 
     async def ask(self, question: Question) -> Answer:

@@ -39,6 +39,13 @@ class Conversation:
         """Drop the messages from `start` on (a turn the provider refused to answer)."""
         del self.messages[start:]
 
+    def reopen_calls(self, call_ids: set[str]) -> None:
+        """Take back the answers of these calls at the end of the history (they are about to run after all)."""
+        while self.messages and self.messages[-1].get("role") == "tool":
+            if self.messages[-1].get("tool_call_id") not in call_ids:
+                break
+            self.messages.pop()
+
     def answer_pending(self, result: str) -> int:
         """Answer every tool call left without a result (after a cancel or a failure); returns how many."""
         return answer_pending_calls(self.messages, result)

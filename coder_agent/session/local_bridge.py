@@ -61,8 +61,9 @@ async def _no_one(question: user_questions.Question) -> user_questions.Answer:
 
 class LocalBridge:
     """The local machine as a `ClientBridge`; updates go to `sink` (nowhere by default), permission questions
-    to `answer` (refused by default: with no one to ask, nothing that needs asking runs), questions for the
-    user to `ask_user` (by default declined, `unasked` saying there is no one to ask)."""
+    to `answer` (refused by default: with no one to ask, nothing that needs asking runs; it may raise
+    `NoOneToAsk` to stop the turn at the call instead), questions for the user to `ask_user` (by default
+    declined, `unasked` saying there is no one to ask)."""
 
     def __init__(self, sink: Sink | None = None, answer: Answer = _refuse, ask_user: AskUser = _no_one) -> None:
         self.sink = sink

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from coder_agent import secrets
 from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
@@ -52,6 +53,10 @@ class SessionState:
     saved mid-run, then reopened after a crash, must not come back in the run's mode)."""
     stored_model: str | None = None
     """The model saved instead of the one in force (`coder-agent run --resume ID --model M`: M is for the run)."""
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    """The MCP servers it was opened with (ACP's wire shape), stored so that a run continuing it starts them too;
+    an entry whose value holds a model key is left out (keys never reach the store). Not restored: whoever
+    reopens a session says which servers it has."""
 
     @property
     def roots(self) -> list[Path]:
@@ -122,6 +127,7 @@ class SessionState:
             allow_rules=[str(r) for r in policy.session_allow],
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
+            mcp_servers=[_without_keys(server) for server in self.mcp_servers],
         )
 
     def conversation_record(self) -> list[Message]:
@@ -169,3 +175,14 @@ class SessionState:
                 self.checkpoints.restore([TurnCheckpoint.from_dict(c) for c in record.checkpoints])
             except ValueError:
                 log.warning("session %s: ignoring malformed undo checkpoints", self.id)
+
+
+def _without_keys(server: dict[str, Any]) -> dict[str, Any]:
+    """An MCP server as stored: its env and header entries whose value holds a model key left out."""
+    kept = dict(server)
+    for part in ("env", "headers"):
+        if part in kept:
+            kept[part] = [
+                entry for entry in kept[part] if secrets.redact(str(entry.get("value", ""))) == entry.get("value")
+            ]
+    return kept

@@ -33,6 +33,11 @@ class TurnRunner(Protocol):
         """Run one turn and return its stop reason."""
         ...
 
+    async def resume_turn(self, session: Session) -> StopReason:
+        """Go on from a turn that stopped at a call no one could permit (run it now); its stop reason. An RpcError
+        if the session did not stop so."""
+        ...
+
     def sampling_model(self, session: Session, max_tokens: int) -> Model | None:
         """The session's model for an MCP server's sampling request (at most `max_tokens` out); None if this runner
         has no model (the request is refused). Raises an RpcError if the credentials are missing."""

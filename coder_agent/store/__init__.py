@@ -20,7 +20,7 @@ from coder_agent.checkpoints import release_session
 from coder_agent.store.errors import InvalidCursor, InvalidSessionId, SessionNotFound, StoreError
 from coder_agent.store.files import SessionFiles, default_root
 from coder_agent.store.listing import SessionListing
-from coder_agent.store.records import SCHEMA_VERSION, SessionRecord, SessionSummary, utc_now
+from coder_agent.store.records import SCHEMA_VERSION, SessionRecord, SessionSummary, parse_time, utc_now
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -32,6 +32,7 @@ __all__ = [
     "SessionSummary",
     "StoreError",
     "default_root",
+    "parse_time",
     "utc_now",
 ]
 

@@ -92,6 +92,9 @@ class SessionRecord(BaseModel):
     """Permissions remembered for this session."""
     checkpoints: list[dict[str, Any]] = Field(default_factory=list)
     """Undo data, opaque to the store."""
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """The MCP servers the session was last opened with, in ACP's `McpServer` shape (an env or header entry whose
+    value holds a model key left out), so a run that continues an editor's session starts them too."""
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -107,6 +110,8 @@ class SessionSummary(BaseModel):
     title: str | None = None
     updated_at: str
     additional_directories: list[str] = Field(default_factory=list)
+    model: str | None = None
+    """The session's model (None in sidecars written before it was kept there)."""
 
     @field_validator("updated_at")
     @classmethod
@@ -121,6 +126,7 @@ class SessionSummary(BaseModel):
             title=record.title,
             updated_at=record.updated_at,
             additional_directories=list(record.additional_directories),
+            model=record.model,
         )
 
 
@@ -184,6 +190,7 @@ def parse_summary(path: Path, session_id: str, data: bytes) -> SessionSummary:
         title=summary.title,
         updated_at=summary.updated_at,
         additional_directories=summary.additional_directories,
+        model=summary.model,
     )
 
 

@@ -47,6 +47,10 @@ class TurnCancelled(Exception):
     """The user cancelled the turn (for example from a permission prompt)."""
 
 
+class StoppedForPermission(TurnCancelled):
+    """The call needs a permission no one could give: the turn stops at it, to run it once the user allows it."""
+
+
 class ToolSet(Protocol):
     """The tools of one turn."""
 

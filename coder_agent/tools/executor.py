@@ -8,8 +8,10 @@ what prepare found: locations, the diff or the whole command) → the permission
 Every update carries the call's status and only what changed. Every failure is a result: the user reads a short
 sentence, the model may read more (why, and what to do instead); an unexpected error in a tool is logged
 and becomes a failed result too. A call the user cancelled is not marked failed on the wire (the editor
-marks it itself) but is recorded as failed for replay. Everything shown goes through the session's
-redacting bridge; what the model reads back is redacted here (`ToolResult` output), its one boundary.
+marks it itself) but is recorded as failed for replay; so is a call that stopped the turn because no one could
+be asked its permission (the turn's history says so to the model, and `Turn.resume` runs it later). Everything
+shown goes through the session's redacting bridge; what the model reads back is redacted here (`ToolResult`
+output), its one boundary.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, Choice, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate
-from coder_agent.session.bridge import BridgeError
+from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import Prepared, ToolResult, TurnCancelled, text_content
+from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.registry import session_specs, session_tools
 from coder_agent.tools.tool import Tool
@@ -66,6 +68,9 @@ class ToolExecutor:
             result = await self._run(tools, tool, call, shown)
         except anyio.get_cancelled_exc_class():
             shown.cancelled()
+            raise
+        except StoppedForPermission:
+            shown.cancelled("Not run: it needs permission, and no one could be asked.")
             raise
         except TurnCancelled:
             shown.cancelled()
@@ -153,6 +158,8 @@ class ToolExecutor:
             answer = await self.ctx.bridge.request_permission(request, choices)
         except BridgeError as exc:
             return str(exc), str(exc)
+        except NoOneToAsk:
+            raise StoppedForPermission from None
         if answer is None:
             raise TurnCancelled
         if answer not in {choice.kind for choice in choices}:  # the bridges map answers onto the choices; hold it
@@ -254,10 +261,10 @@ class _Call:
             await self.update(status="failed", content=[text_content(for_user)])
         return ToolResult(for_model, failed=True)
 
-    def cancelled(self) -> None:
+    def cancelled(self, why: str = "Cancelled.") -> None:
         """The user cancelled: the editor shows that itself; the replay log keeps the call as failed."""
         if self.sent and self.sent.get("status") not in ("completed", "failed"):
-            note: list[ToolCallContent] = [text_content("Cancelled.")]
+            note: list[ToolCallContent] = [text_content(why)]
             self.client.record(ToolCallUpdate(tool_call_id=self.call_id, status="failed", content=note))
 
 

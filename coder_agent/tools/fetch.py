@@ -1,4 +1,4 @@
-"""`fetch`: a web page as text, after the permission layer judged where it goes (each redirect again)."""
+"""`fetch`: a web page as Markdown, after the permission layer judged where it goes (each redirect again)."""
 
 from __future__ import annotations
 

@@ -113,6 +113,7 @@ async def test_stream_json_prints_each_event_as_a_line(tmp_path: Path, work: Pat
         "model": "openai/fake-model",
         "mode": "accept-edits",
         "resumed": False,
+        "piped_input": None,
     }
     assert last["type"] == "result" and last["files_changed"] == ["main.py"]
     updates = [e["update"] for e in events if e["type"] == "update"]
@@ -134,10 +135,43 @@ async def test_the_prompt_comes_from_stdin(tmp_path: Path, work: Path, fake_llm:
     assert user_messages(fake_llm) == ["What is 2+2?\n"]
 
 
-async def test_a_prompt_argument_leaves_stdin_alone(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
-    fake_llm.script([Reply("Hi.")])
-    ran = await run(tmp_path, "--cwd", str(work), "Hello", llm=fake_llm, stdin="not the prompt")
+PIPED_PROMPT = "explain this\n\nInput piped to the command (stdin):\n```\n{}\n```"
+
+
+async def test_input_piped_next_to_a_prompt_is_added_to_it(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    """`cat calc.py | coder-agent run "explain this"`, through a real pipe."""
+    fake_llm.script([Reply("It adds.")])
+    code = "def add(a, b):\n    return a + b\n"
+    ran = await run(tmp_path, "--cwd", str(work), "explain this", llm=fake_llm, stdin=code)
     assert ran.code == 0, ran.stderr
+    assert user_messages(fake_llm) == [PIPED_PROMPT.format(code.rstrip())]
+    assert "Added the 32 bytes piped on stdin to the prompt." in ran.stderr
+
+
+async def test_piped_input_is_capped_keeping_its_start_and_end(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("Long.")])
+    log = "".join(f"line {n:06}\n" for n in range(30_000))  # 360 KB
+    args = ["--cwd", str(work), "--output-format", "json", "explain this"]
+    ran = await run_here(tmp_path, *args, llm=fake_llm, stdin=log)
+    assert ran.code == 0, ran.stderr
+    assert ran.json()["piped_input"] == {"bytes": len(log), "truncated": True, "kept_bytes": 100_000}
+    [said] = user_messages(fake_llm)
+    assert "line 000000" in said and "line 029999" in said, "the start and the end (where errors are) are kept"
+    assert f"[… {len(log) - 100_000:,} bytes of the input left out here …]" in said
+    assert len(said) < 101_000
+
+
+async def test_an_open_silent_stdin_does_not_hang_a_run(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    """A CI step or a harness that leaves stdin open and writes nothing: the run goes on without it."""
+    fake_llm.script([Reply("Hi.")])
+    argv = [sys.executable, "-m", "coder_agent", "run", "--cwd", str(work), "Hello"]
+    process = await anyio.open_process(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=agent_env(tmp_path, fake_llm))
+    async with process:  # stdin stays open until the run has ended
+        with anyio.fail_after(RUN_WAIT):
+            assert await process.wait() == 0
+        assert process.stderr is not None
+        stderr = (await process.stderr.receive()).decode()
+    assert "Nothing came on stdin within 2 s: going on without it" in stderr
     assert user_messages(fake_llm) == ["Hello"]
 
 
@@ -212,9 +246,11 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
         }
     ]
     assert "needs permission, and there is no terminal to ask on" in ran.stderr
-    assert "--allow 'edit:**'" in ran.stderr
+    assert f"`coder-agent run --resume {result['session_id']} --allow 'edit:**'`" in ran.stderr
     assert not (work / "notes.txt").exists()
     assert len(fake_llm.requests) == 1  # the turn stopped at the refusal
+    told = json.loads(stored_session(tmp_path, result["session_id"]))["messages"][-1]
+    assert told["role"] == "tool" and "needs the user's permission, and no one could be asked" in told["content"]
 
     fake_llm.script([WRITE, Reply("Done now.")])
     again = await run_here(
@@ -224,6 +260,35 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
     assert "Continuing session " + result["session_id"] in again.stderr
     assert (work / "notes.txt").read_text() == "remember\n"
     assert user_messages(fake_llm) == ["Note it", "go on"]
+
+
+async def test_continue_with_allow_and_no_prompt_runs_the_stopped_call(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([WRITE])
+    stopped = await run_here(tmp_path, "--cwd", str(work), "--allow", "read:**", "Note it", llm=fake_llm)
+    assert stopped.code == 3, "with --allow and no terminal, what is not allowed stops the run (mode default)"
+
+    fake_llm.script([Reply("Noted.")])
+    again = await run_here(tmp_path, "--cwd", str(work), "--continue", "--allow", "edit:**", llm=fake_llm)
+    assert again.code == 0, again.stderr
+    assert (work / "notes.txt").read_text() == "remember\n"
+    assert again.stdout == "Noted.\n"
+    assert "• Write notes.txt" in again.stderr
+    assert len(fake_llm.requests) == 2, "the stopped call ran without asking the model again"
+    sent = fake_llm.last_request["messages"]
+    assert user_messages(fake_llm) == ["Note it"]
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    assert len(results) == 1 and "permission" not in results[0]
+
+
+async def test_continue_without_a_prompt_needs_a_stopped_call(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([Reply("Hello.")])
+    assert (await run_here(tmp_path, "--cwd", str(work), "hi", llm=fake_llm)).code == 0
+    ran = await run_here(tmp_path, "--cwd", str(work), "--continue", llm=fake_llm)
+    assert ran.code == 1
+    assert "did not stop at a call that needs permission" in ran.stderr and "give a prompt" in ran.stderr
+    assert len(fake_llm.requests) == 1
 
 
 async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
@@ -386,3 +451,19 @@ async def test_a_session_saved_while_a_run_works_keeps_its_own_mode(
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(int(pid_file.read_text()), signal.SIGKILL)
     assert stored["mode"] == "default"
+
+
+@pytest.mark.parametrize("where", ["--config", "project"])
+async def test_a_config_problem_is_printed_once(tmp_path: Path, work: Path, fake_llm: FakeLLM, where: str) -> None:
+    fake_llm.script([Reply("Fine.")])
+    bad = 'temperature = "hot"\n'
+    if where == "project":
+        (work / ".coder-agent").mkdir()
+        (work / ".coder-agent" / "config.toml").write_text(bad)
+        args = ["--cwd", str(work), "hi"]
+    else:
+        (tmp_path / "bad.toml").write_text(bad)
+        args = ["--cwd", str(work), "--config", str(tmp_path / "bad.toml"), "hi"]
+    ran = await run(tmp_path, *args, llm=fake_llm)
+    assert ran.stderr.count("field 'temperature'") == 1, ran.stderr
+    assert ran.code == (0 if where == "project" else 1)  # a broken project file is left out, with a notice

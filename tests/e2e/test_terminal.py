@@ -40,7 +40,7 @@ def test_the_bare_command_on_a_terminal_explains_itself(tmp_path: Path, terminal
     assert terminal.wait() == 0
     said = " ".join(terminal.text.split())
     assert "coder-agent is an ACP agent: an editor" in said
-    assert 'coder-agent run "your request"' in said
+    assert 'coder-agent "your request"' in said
     assert "coder-agent doctor" in said
 
 

@@ -456,11 +456,14 @@ async def test_config_deny_rules_block_commands(tmp_path: Path) -> None:
     assert editor.terminals == {}
 
 
-async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path) -> None:
+async def test_fetch_reads_a_page_as_markdown_after_asking(tmp_path: Path) -> None:
     import http.server
     import threading
 
-    page = b"<html><head><style>x{}</style></head><body><h1>Docs</h1><p>Use <b>frob()</b>.</p></body></html>"
+    page = (
+        b"<html><head><title>Frob docs</title><style>x{}</style></head>"
+        b"<body><h1>Docs</h1><p>Use <b>frob()</b>, see <a href='/api'>the API</a>.</p></body></html>"
+    )
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -484,7 +487,7 @@ async def test_fetch_reads_a_page_as_text_after_asking(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
     first, second = tool_results(model)
-    assert "Docs\nUse frob() ." in first or "Docs\nUse frob()." in first
+    assert f"Title: Frob docs\n\n# Docs\n\nUse **frob()**, see [the API]({url[: -len('/docs')]}/api)." in first
     assert "x{}" not in first
     assert "Only http:// and https://" in second
     assert [r["toolCall"]["kind"] for r in editor.permission_requests] == ["fetch"], "a bad URL fails before asking"

@@ -28,3 +28,7 @@ class EchoTurnRunner:
         reply = "coder-agent received: " + (" ".join(texts) or f"{len(prompt)} content block(s)")
         await session.services.bridge.update(AgentMessageChunk(content=TextContent(text=reply)))
         return "end_turn"
+
+    async def resume_turn(self, session: Session) -> StopReason:
+        await session.services.bridge.update(AgentMessageChunk(content=TextContent(text="coder-agent goes on")))
+        return "end_turn"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -96,7 +97,14 @@ def test_run_help_says_the_modes_formats_and_exit_codes() -> None:
     args = parser.parse_args(["run", "x"])
     assert args.command_parser.prog == "coder-agent run"
     text = args.command_parser.format_help()
-    for words in ("read-only", "full-auto", "stream-json", "3 a refused permission", "130 Ctrl-C", "--continue"):
+    for words in (
+        "read-only",
+        "full-auto",
+        "stream-json",
+        "3 a permission no one could give",
+        "130 Ctrl-C",
+        "--continue",
+    ):
         assert words in text
 
 
@@ -225,3 +233,93 @@ def test_the_mode_flag_offers_every_mode() -> None:
     from coder_agent.permissions.modes import ModeName
 
     assert get_args(ModeName) == cli.MODES
+
+
+# ---- a prompt means run; short flags ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        ([], None),
+        (["--model", "a/b"], None),
+        (["--log-level", "debug", "--config", "x.toml"], None),
+        (["fix it"], "run"),
+        (["-m", "a/b", "fix it"], "run"),
+        (["--model", "run"], None),
+        (["-c"], "run"),
+        (["-p", "fix it"], "run"),
+        (["--resume=sess_1"], "run"),
+        (["run", "x"], "run"),
+        (["sessions"], "sessions"),
+        (["doctor"], "doctor"),
+    ],
+)
+def test_a_prompt_or_a_run_flag_means_run_and_editors_still_get_the_agent(argv: list[str], command: str) -> None:
+    from coder_agent.cli import with_command
+
+    words = with_command(argv)
+    assert (words[0] if words and words[0] in ("run", "sessions", "doctor") else None) == command
+
+
+def test_the_bare_prompt_and_the_short_flags_parse_as_run() -> None:
+    args = parse_args(["-m", "a/b", "-c", "go on"])
+    assert (args.command, args.model, args.continue_latest, args.prompt) == ("run", "a/b", True, "go on")
+    assert _options(["-p", "from the option"]).prompt == "from the option"
+    with pytest.raises(UsageError, match="give the prompt once"):
+        _options(["-p", "one", "two"])
+
+
+def test_continue_or_resume_without_a_prompt_goes_on_where_the_session_stopped() -> None:
+    assert _options(["--continue"], tty=True).prompt is None
+    assert _options(["--resume", "sess_1"], "").prompt is None  # stdin empty: nothing to say
+    assert _options(["--resume", "sess_1"], "a prompt").prompt == "a prompt"
+
+
+def test_resume_without_an_id_picks_on_a_terminal_only() -> None:
+    picked = _options(["--resume"], tty=True)
+    assert (picked.resume, picked.prompt) == ("", None)
+    worded = _options(["--resume", "fix the flaky test"], tty=True)
+    assert (worded.resume, worded.prompt) == ("", "fix the flaky test"), "not an id: the prompt, for a picked session"
+    assert _options(["--resume", "sess_12ab", "go"], tty=True).resume == "sess_12ab"
+    with pytest.raises(UsageError, match="--resume without an id picks on a terminal"):
+        _options(["--resume"], "")
+
+
+def test_allow_rules_without_a_mode_or_a_terminal_run_only_what_they_allow() -> None:
+    assert _options(["--allow", "execute:pytest", "x"]).mode == "default"  # the rest asks, and no one can: it stops
+    assert _options(["x"]).mode == "read-only"
+
+
+# ---- piped input ---------------------------------------------------------------------------------
+
+
+def test_a_silent_pipe_is_not_waited_on_forever() -> None:
+    from coder_agent.headless.piped_input import read_piped
+
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "rb", closefd=False) as stdin:
+            piped = read_piped(stdin, wait=0.05, limit=100)
+        assert piped.waited_out and piped.empty
+        os.write(write_end, b"a" * 30 + b"b" * 200 + b"c" * 30)
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, "rb", closefd=False) as stdin:
+            piped = read_piped(stdin, wait=5, limit=100)
+        assert (piped.size, piped.truncated, piped.waited_out) == (260, True, False)
+        assert piped.text.startswith("a" * 30 + "b" * 20) and piped.text.endswith("b" * 20 + "c" * 30)
+        assert "[… 160 bytes of the input left out here …]" in piped.text
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def test_a_file_on_stdin_is_read_without_waiting(tmp_path: Path) -> None:
+    from coder_agent.headless.piped_input import read_piped
+
+    (tmp_path / "in.txt").write_bytes("caf\xe9 \xff".encode("latin-1"))
+    with (tmp_path / "in.txt").open("rb") as stdin:
+        piped = read_piped(stdin, wait=0, limit=None)
+    assert (piped.text, piped.size, piped.truncated) == ("caf\ufffd \ufffd", 6, False)

@@ -212,3 +212,25 @@ async def test_every_model_call_is_billed_once_even_when_its_report_comes_late(t
     assert "$0.4375" in client.agent_text(session)
     costs = [u["cost"]["amount"] for u in client.session_updates(session, "usage_update") if u.get("cost")]
     assert costs[-1] == 0.4375
+
+
+def test_the_calls_a_turn_stopped_at_for_want_of_permission_are_found_at_the_end_of_the_history() -> None:
+    from coder_agent.agent.turn import NEEDS_PERMISSION, NOT_RUN_AFTER_STOP, stopped_calls
+    from coder_agent.model.base import ToolCallRequest
+
+    def call(n: int) -> dict[str, object]:
+        return {"id": f"c{n}", "type": "function", "function": {"name": "write_file", "arguments": f'{{"n": {n}}}'}}
+
+    history: list[dict[str, object]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "tool_calls": [call(1), call(2), call(3)]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Wrote a.txt"},
+        {"role": "tool", "tool_call_id": "c2", "content": NEEDS_PERMISSION},
+        {"role": "tool", "tool_call_id": "c3", "content": NOT_RUN_AFTER_STOP},
+    ]
+    assert stopped_calls(history) == [
+        ToolCallRequest("c2", "write_file", '{"n": 2}'),
+        ToolCallRequest("c3", "write_file", '{"n": 3}'),
+    ]
+    assert stopped_calls([*history, {"role": "user", "content": "something else"}]) == []
+    assert stopped_calls(history[:3]) == []

@@ -102,6 +102,7 @@ def test_round_trip_keeps_every_field(store: SessionStore) -> None:
         "title": "Fix the parser ✓",
         "updated_at": "2026-11-30T08:05:00.456Z",
         "additional_directories": ["/home/dev/lib"],
+        "model": "openai/gpt-5",
         "schema_version": SCHEMA_VERSION,
     }
 
@@ -532,7 +533,8 @@ def test_list_reuses_parsed_summaries(store: SessionStore, monkeypatch: pytest.M
     assert SessionStore(store.root).list() == (page, None)
 
 
-def test_list_of_1000_sessions_is_fast(store: SessionStore) -> None:
+def test_a_list_of_1000_sessions_pages_through_all_of_them(store: SessionStore) -> None:
+    """How fast the first page comes is a figure of `bench/sessions_store.py`, not an assertion here."""
     store.root.mkdir(parents=True)
     for n in range(1000):  # written directly: a thousand fsynced saves would dominate the test
         record = make_record(f"sess_{n:04x}", cwd=f"/p{n % 7}", updated_at=stamp(n % 60, n // 60), title=f"t{n}")
@@ -540,12 +542,9 @@ def test_list_of_1000_sessions_is_fast(store: SessionStore) -> None:
         summary = {**SessionSummary.of(record).model_dump(), "schema_version": SCHEMA_VERSION}
         (store.root / f"sess_{n:04x}.summary.json").write_text(json.dumps(summary))
     cold = SessionStore(store.root)
-    started = time.perf_counter()
     page, cursor = cold.list()
-    elapsed = time.perf_counter() - started
     assert len(page) == 50
     assert cursor is not None
-    assert elapsed < 0.3, f"listing 1,000 sessions took {elapsed * 1000:.0f} ms"
     assert sum(len(page) for page in all_pages(cold)) == 1000
 
 
