@@ -39,6 +39,7 @@ __all__ = [
     "CliOverrides",
     "Config",
     "ConfigError",
+    "EditTool",
     "ModeName",
     "PermissionsConfig",
     "ReasoningEffort",
@@ -75,6 +76,7 @@ ENV_VARS: Mapping[str, str] = MappingProxyType(
 """Environment variables that set a `Config` field, mapped to the field. Empty values count as unset."""
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+EditTool = Literal["auto", "apply_patch", "edit_file"]
 
 # extra_params keys that would collide with what the agent passes itself or with a first-class field.
 _RESERVED_EXTRA_PARAMS: Mapping[str, str] = MappingProxyType(
@@ -158,6 +160,11 @@ class Config(BaseModel):
 
     models: list[str] = Field(default_factory=list)
     """Models offered in the editor's model picker, besides `model`."""
+
+    edit_tool: EditTool = "auto"
+    """How the model edits files: "apply_patch" (the patch format OpenAI's GPT-5, GPT-4.1, o3/o4 and codex models
+    were trained on), "edit_file" (exact string replacements), or "auto": apply_patch for those families, edit_file
+    for the others."""
 
     default_mode: ModeName = "default"
     """The session mode a new session starts in: "read-only", "default", "accept-edits" or "full-auto"."""

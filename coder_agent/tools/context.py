@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import anyio
 
 from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError
+from coder_agent.errors import CallFailed
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
@@ -38,6 +39,15 @@ WHOLE_FILE_BYTES = 4_000_000
 """Files up to this size are read whole (and can be edited); bigger ones only as a window of lines."""
 
 Progress = Callable[[list[ToolCallContent]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A change of one file: its text before (None: it does not exist) and after (None: delete it)."""
+
+    place: Place
+    old: str | None
+    new: str | None
 
 
 @dataclass(frozen=True)
@@ -117,6 +127,10 @@ class ToolContext:
         """The text the model has now seen of a file (after a whole read or its own write)."""
         self._files.remember(path, content_hash(text))
 
+    def has_read(self, path: Path) -> bool:
+        """Whether the model has read the file (or written it) in this session."""
+        return self._files.known(path) is not None
+
     def check_fresh(self, path: Path, text: str, verb: str) -> None:
         """Refuse to change a file the model has not read, or that changed since it did."""
         known = self._files.known(path)
@@ -130,20 +144,62 @@ class ToolContext:
 
     async def write(self, place: Place, old: str | None, new: str) -> None:
         """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
-        self.still_there(place)
-        path = place.path
-        current = await self.read_whole(path, "write", place.real) if await self.exists(path) else None
-        if current != old:
-            raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
+        await self.write_all([FileChange(place, old, new)])
+
+    async def write_all(self, changes: Sequence[FileChange]) -> None:
+        """Make several changes, all or none: re-check every file (still where it was checked, still the text the
+        change was made against), snapshot them all for /undo, then write (or delete) each. If one fails, those
+        done before it are put back and the error says so."""
+        for change in changes:
+            self.still_there(change.place)
+            path = change.place.path
+            current = await self.read_whole(path, "write", change.place.real) if await self.exists(path) else None
+            if current != change.old:
+                raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
         checkpoints = self._checkpoints
+        for change in changes:
+            try:
+                await checkpoints.before_change(change.place.path, change.old)
+            except CheckpointError as exc:
+                log.warning("no undo snapshot of %s: %s", change.place.path, exc)
+        done: list[FileChange] = []
         try:
-            await checkpoints.before_change(path, old)
-        except CheckpointError as exc:
-            log.warning("no undo snapshot of %s: %s", path, exc)
-        self.still_there(place)
-        await self._bridge.write_text_file(path, new, real=place.real)
-        checkpoints.after_change(path, new)
-        self.remember(path, new)
+            for change in changes:
+                self.still_there(change.place)
+                await self._put(change.place, change.new)
+                done.append(change)
+        except (CallFailed, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if not done:
+                raise ToolError(why) from None
+            for change in reversed(done):
+                try:
+                    await self._put(change.place, change.old)
+                except (CallFailed, OSError):
+                    log.exception("could not put back %s", change.place.path)
+            raise ToolError(
+                f"{why} The {len(done)} file(s) changed before this one were put back, so nothing changed."
+            ) from None
+        for change in changes:
+            if change.new is None:
+                self._files.forget(change.place.path)
+                continue
+            checkpoints.after_change(change.place.path, change.new)
+            self.remember(change.place.path, change.new)
+
+    async def _put(self, place: Place, text: str | None) -> None:
+        """Write `text` to the file, or delete the file (None)."""
+        if text is not None:
+            await self._bridge.write_text_file(place.path, text, real=place.real)
+            return
+        try:
+            await anyio.to_thread.run_sync(nofollow.unlink, place.real)
+        except FileNotFoundError:
+            return
+        except nofollow.Swapped:
+            raise ToolError(f"{place.path} changed since it was checked (it now leads elsewhere).") from None
+        except OSError as exc:
+            raise ToolError(f"Could not delete {place.path}: {exc.strerror or exc}.") from None
 
     async def _check_text_file(self, path: Path, real: Path | None = None) -> int:
         """The file's size; ToolError unless it is a file that looks like UTF-8 text."""

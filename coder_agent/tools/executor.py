@@ -30,7 +30,7 @@ from coder_agent.session.bridge import BridgeError
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.registry import session_specs, session_tools
+from coder_agent.tools.registry import edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class ToolExecutor:
         self.ctx = ctx
 
     def specs(self) -> list[dict[str, Any]]:
-        return session_specs(self.ctx.mcp)
+        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config))
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         tools = session_tools(self.ctx.mcp)

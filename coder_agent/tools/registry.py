@@ -3,6 +3,10 @@
 The specs the model reads are built once for the built-in tools and kept in a stable order (MCP tools after
 them, sorted by name), so requests share their prefix from one call to the next. Adding a built-in tool is
 one module plus its description in `prompts/tools/<name>.md`, and one line in `BUILTIN`.
+
+One edit tool is offered per model family (`edit_tool_for`): `apply_patch` to the families trained on the patch
+format, `edit_file` to the others, unless the config's `edit_tool` names one. A call of the other one still runs
+(a model that reaches for the tool it was not offered is not turned away).
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from coder_agent.config import Config
+from coder_agent.model.families import trained_on_apply_patch
+from coder_agent.tools.apply_patch import ApplyPatch
 from coder_agent.tools.ask_user import AskUser
 from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
@@ -29,6 +36,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     ReadFile(),
     WriteFile(),
     EditFile(),
+    ApplyPatch(),
     Glob(),
     Grep(),
     RunCommand(),
@@ -37,12 +45,20 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     AskUser(),
 )
 BUILTIN_NAMES = frozenset(tool.name for tool in BUILTIN)
+EDIT_TOOLS = ("edit_file", "apply_patch")
+
+
+def edit_tool_for(config: Config) -> str:
+    """The edit tool the model is offered: the config's choice, or the one its family was trained on."""
+    if config.edit_tool != "auto":
+        return config.edit_tool
+    return "apply_patch" if trained_on_apply_patch(config.model or "") else "edit_file"
 
 
 @cache
-def builtin_specs() -> tuple[dict[str, Any], ...]:
-    """The built-in tools' schemas, built once (the model sees the same bytes every call)."""
-    return tuple(tool.spec() for tool in BUILTIN)
+def builtin_specs(edit_tool: str = "edit_file") -> tuple[dict[str, Any], ...]:
+    """The built-in tools' schemas with one edit tool, built once (the model sees the same bytes every call)."""
+    return tuple(tool.spec() for tool in BUILTIN if tool.name not in EDIT_TOOLS or tool.name == edit_tool)
 
 
 def session_tools(hub: McpHub | None) -> dict[str, Tool]:
@@ -56,9 +72,9 @@ def session_tools(hub: McpHub | None) -> dict[str, Tool]:
     return tools
 
 
-def session_specs(hub: McpHub | None) -> list[dict[str, Any]]:
-    """The schemas the model gets, in a stable order."""
-    specs = list(builtin_specs())
+def session_specs(hub: McpHub | None, edit_tool: str = "edit_file") -> list[dict[str, Any]]:
+    """The schemas the model gets, in a stable order, with `edit_tool` as the one edit tool."""
+    specs = list(builtin_specs(edit_tool))
     if hub is not None:
         tools = sorted(hub.tools(), key=lambda t: t.qualified_name)
         specs += [McpToolCall(t, hub).spec() for t in tools if t.qualified_name not in BUILTIN_NAMES]
