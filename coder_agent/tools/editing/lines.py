@@ -88,8 +88,8 @@ def _common_prefix(strings: Sequence[str]) -> str:
 
 
 def indent_unit(lines: Sequence[str]) -> str | None:
-    """The step of indentation these lines nest by ("    ", "\\t"): the most common increase from one non-blank
-    line to the next; with none, the smallest indentation there is. None when nothing is indented."""
+    """The step of indentation these lines nest by ("    ", "\\t"): the most common difference between one non-blank
+    line and the next; with none, the smallest indentation there is. None when nothing is indented."""
     steps: Counter[str] = Counter()
     previous: str | None = None
     smallest: str | None = None
@@ -99,9 +99,10 @@ def indent_unit(lines: Sequence[str]) -> str | None:
         current = indent(line)
         if current and len(set(current)) == 1 and (smallest is None or len(current) < len(smallest)):
             smallest = current
-        if previous is not None and len(current) > len(previous) and current.startswith(previous):
-            step = current[len(previous) :]
-            if len(set(step)) == 1:
+        if previous is not None and current != previous:
+            deeper, shallower = (current, previous) if len(current) > len(previous) else (previous, current)
+            step = deeper[len(shallower) :]
+            if deeper.startswith(shallower) and len(set(step)) == 1:
                 steps[step] += 1
         previous = current
     if steps:
