@@ -8,6 +8,7 @@ executor      one call's lifecycle: announce, prepare, permit, run, report
 read_file write_file edit_file apply_patch glob grep run_command fetch update_plan ask_user   the built-in tools
 sampling      an MCP server's sampling request, run as a call of its own
 mcp_tool      an MCP server's tool as an agent tool
+edit_checks   after an edit: the syntax errors it introduced, and the configured checker's findings
 file_view     what read_file shows, the binary sniff, content hashes, middle truncation
 webpage       a web page fetched at a checked address, as text
 editing/      string-replacement edits and patches of a text, in memory, and their lenient line matching

@@ -7,7 +7,8 @@ asked, and nothing is written. Every path is resolved and held against the sessi
 and the permission question shows every file's diff at once (the policy judges all the paths together). A file
 the patch updates must have been read, and be unchanged since (`ToolContext.check_fresh`); a file it deletes or
 moves without changing must be unchanged since it was read, if it was. The writes go through
-`ToolContext.write_all`: re-checked, snapshotted for `/undo`, and put back if one of them fails.
+`ToolContext.write_all`: re-checked, snapshotted for `/undo`, and put back if one of them fails. The files
+written are checked after (`edit_checks`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from coder_agent.permissions import Action, Place
 from coder_agent.protocol.content import DiffContent, ToolCallContent, ToolCallLocation
 from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import FileChange, ToolContext
+from coder_agent.tools.edit_checks import checked_outcome
 from coder_agent.tools.editing import EditOutcome, EditResult
 from coder_agent.tools.editing.patch import Patch, PatchError, UpdateFile, parse_patch
 from coder_agent.tools.editing.patch_plan import PlannedFile, plan_patch
@@ -65,7 +67,7 @@ class ApplyPatch(BuiltinTool):
 
         async def run() -> Outcome:
             await ctx.write_all(changes)
-            return Outcome(_message(ctx, plan), previews)
+            return await checked_outcome(ctx, changes, _message(ctx, plan), previews)
 
         return Prepared(action, self.title(params, ctx), run, locations[:MAX_LOCATIONS], previews)
 

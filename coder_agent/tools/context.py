@@ -6,7 +6,8 @@ before a write; on the disk, reads and writes reach the checked place without fo
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
-process group) and show themselves in the call as soon as they start. Questions for the user go through the
+process group) and show themselves in the call as soon as they start; the agent's own checks run locally
+(`run_local`, the local bridge's process machinery). Questions for the user go through the
 bridge too, tied to the call.
 """
 
@@ -28,6 +29,7 @@ from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
 from coder_agent.session.bridge import CommandResult
+from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
@@ -69,6 +71,8 @@ class ToolContext:
         self.cwd = turn.cwd
         self.roots = list(turn.roots)
         self.policy: PermissionPolicy = turn.policy
+        self.config = turn.config
+        """The settings the turn started with."""
         self._files = turn.files
         self._checkpoints = turn.checkpoints
         self._bridge = turn.bridge
@@ -227,6 +231,12 @@ class ToolContext:
         """Run a command line in the working directory; what lets the user watch it joins the call's content."""
         return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show)
 
+    async def run_local(self, command: str, timeout: float) -> CommandResult:
+        """Run a command line of the agent's own (a check after an edit) as a local process, never in the editor's
+        terminal: in the working directory, in its own process group, with the environment commands get (no
+        keys), its output capped, killed after `timeout`. Nothing is shown."""
+        return await LocalBridge().run_command(command, cwd=self.cwd, timeout=timeout, show=_shown_nowhere)
+
     async def show(self, content: ToolCallContent) -> None:
         """Add to what the call shows while it runs (a terminal, progress)."""
         self._shown.append(content)
@@ -247,6 +257,10 @@ class ToolContext:
     async def ask(self, question: Question) -> Answer:
         """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""
         return await self._bridge.ask(question)
+
+
+async def _shown_nowhere(content: ToolCallContent) -> None:
+    return None
 
 
 def _sniff(path: Path, real: Path | None) -> tuple[int, bytes]:
