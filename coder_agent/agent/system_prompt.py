@@ -1,13 +1,13 @@
 """What the model is told about where it works: a system prompt fixed per conversation, and short updates.
 
 The system prompt (`prompts/system.md`: how to work, and the environment as it was when the conversation
-began — folder, OS, date, permission mode, git state, AGENTS.md files) is built once per conversation and
-stored with the session, so every request of a session starts with the same bytes and a provider's
-prompt cache can serve them. It is rebuilt only when the conversation restarts: `/clear`, `/compact` (or
-an automatic compaction) and a model switch.
+began — folder, OS, date, permission mode, git state, AGENTS.md files, the skills' names and descriptions) is
+built once per conversation and stored with the session, so every request of a session starts with the same
+bytes and a provider's prompt cache can serve them. It is rebuilt only when the conversation restarts:
+`/clear`, `/compact` (or an automatic compaction) and a model switch.
 
-What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode —
-reaches the model as a short user message (`prompts/environment_update.md`) placed before the user's next
+What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode, the
+skills — reaches the model as a short user message (`prompts/environment_update.md`) placed before the user's next
 prompt, and only when one of those facts changed since the model was last told. The conversation keeps
 the facts as last told (`Conversation.environment`) to tell the difference.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from coder_agent import prompts
 from coder_agent.agent import workspace
+from coder_agent.extensions import SKILLS_FACT, skills_text
 from coder_agent.model.base import Message
 from coder_agent.permissions import MODES, is_mode
 from coder_agent.session.conversation import Conversation
@@ -39,6 +40,8 @@ def facts(env: workspace.Environment, mode: str) -> dict[str, str]:
             found[GIT_COMMITS] = "\n".join(env.git.recent_commits)
     for doc in env.agents_files:
         found[INSTRUCTIONS + doc.path] = doc.text
+    if env.skills:
+        found[SKILLS_FACT] = skills_text(env.skills)
     return found
 
 

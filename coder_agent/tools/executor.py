@@ -22,6 +22,7 @@ import anyio
 
 from coder_agent import secrets
 from coder_agent.errors import CallFailed
+from coder_agent.extensions import SKILLS_FACT
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
@@ -47,7 +48,8 @@ class ToolExecutor:
         self.ctx = ctx
 
     def specs(self) -> list[dict[str, Any]]:
-        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config))
+        skills = SKILLS_FACT in self.ctx.conversation.environment
+        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         tools = session_tools(self.ctx.mcp)

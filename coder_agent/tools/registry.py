@@ -6,7 +6,8 @@ one module plus its description in `prompts/tools/<name>.md`, and one line in `B
 
 One edit tool is offered per model family (`edit_tool_for`): `apply_patch` to the families trained on the patch
 format, `edit_file` to the others, unless the config's `edit_tool` names one. A call of the other one still runs
-(a model that reaches for the tool it was not offered is not turned away).
+(a model that reaches for the tool it was not offered is not turned away). `use_skill` is offered when the model
+was told of skills (its environment lists them), so a session without any pays nothing for it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from coder_agent.tools.read_file import ReadFile
 from coder_agent.tools.run_command import RunCommand
 from coder_agent.tools.tool import BuiltinTool, Tool
 from coder_agent.tools.update_plan import UpdatePlan
+from coder_agent.tools.use_skill import UseSkill
 from coder_agent.tools.write_file import WriteFile
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     Fetch(),
     UpdatePlan(),
     AskUser(),
+    UseSkill(),
 )
 BUILTIN_NAMES = frozenset(tool.name for tool in BUILTIN)
 EDIT_TOOLS = ("edit_file", "apply_patch")
@@ -56,9 +59,11 @@ def edit_tool_for(config: Config) -> str:
 
 
 @cache
-def builtin_specs(edit_tool: str = "edit_file") -> tuple[dict[str, Any], ...]:
-    """The built-in tools' schemas with one edit tool, built once (the model sees the same bytes every call)."""
-    return tuple(tool.spec() for tool in BUILTIN if tool.name not in EDIT_TOOLS or tool.name == edit_tool)
+def builtin_specs(edit_tool: str = "edit_file", skills: bool = False) -> tuple[dict[str, Any], ...]:
+    """The built-in tools' schemas with one edit tool, and `use_skill` when there are skills, built once (the model
+    sees the same bytes every call)."""
+    left_out = {name for name in EDIT_TOOLS if name != edit_tool} | (set() if skills else {"use_skill"})
+    return tuple(tool.spec() for tool in BUILTIN if tool.name not in left_out)
 
 
 def session_tools(hub: McpHub | None) -> dict[str, Tool]:
@@ -72,9 +77,10 @@ def session_tools(hub: McpHub | None) -> dict[str, Tool]:
     return tools
 
 
-def session_specs(hub: McpHub | None, edit_tool: str = "edit_file") -> list[dict[str, Any]]:
-    """The schemas the model gets, in a stable order, with `edit_tool` as the one edit tool."""
-    specs = list(builtin_specs(edit_tool))
+def session_specs(hub: McpHub | None, edit_tool: str = "edit_file", skills: bool = False) -> list[dict[str, Any]]:
+    """The schemas the model gets, in a stable order, with `edit_tool` as the one edit tool (and `use_skill` when
+    the model was told of skills)."""
+    specs = list(builtin_specs(edit_tool, skills))
     if hub is not None:
         tools = sorted(hub.tools(), key=lambda t: t.qualified_name)
         specs += [McpToolCall(t, hub).spec() for t in tools if t.qualified_name not in BUILTIN_NAMES]
