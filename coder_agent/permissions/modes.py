@@ -1,4 +1,5 @@
-"""The session modes as plain data: one `ModeName` Literal, and what each mode means in words a user reads.
+"""The session modes as plain data: one `ModeName` Literal, what each mode means in words a user reads, and which
+ones are autonomous (`AUTONOMOUS_MODES`).
 
 The config's `default_mode`, the policy, `session/set_mode` and the editor's mode picker are all built from
 this table (`acp.presentation` turns it into ACP objects). The descriptions say exactly what holds; the
@@ -49,5 +50,15 @@ MODES: dict[ModeName, ModeInfo] = {
 assert set(MODES) == set(get_args(ModeName)), "every mode has one row"
 
 
+AUTONOMOUS_MODES: frozenset[ModeName] = frozenset({"full-auto"})
+"""The modes where the agent works on its own (nothing it does waits for the user): the model is told to finish
+the task without stopping to ask. The one place this question is answered."""
+
+
 def is_mode(value: str) -> TypeGuard[ModeName]:
     return value in MODES
+
+
+def is_autonomous(mode: str) -> bool:
+    """Whether the agent works on its own in this mode (see `AUTONOMOUS_MODES`)."""
+    return mode in AUTONOMOUS_MODES

@@ -66,6 +66,7 @@ class Session:
             tasks=services.tasks,
             save_soon=self.save_soon,
             after_response=self.after_response,
+            unattended=state.unattended,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

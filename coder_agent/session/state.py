@@ -52,6 +52,9 @@ class SessionState:
     saved mid-run, then reopened after a crash, must not come back in the run's mode)."""
     stored_model: str | None = None
     """The model saved instead of the one in force (`coder-agent run --resume ID --model M`: M is for the run)."""
+    unattended: bool = False
+    """No one watches this run (`coder-agent run`): the model is told to finish the task on its own, as in an
+    autonomous mode. Not stored: it holds for the run."""
 
     @property
     def roots(self) -> list[Path]:
@@ -78,6 +81,10 @@ class SessionState:
     def set_config(self, config: Config) -> None:
         """A config of this session's own (a run's model and request limit); checked by the caller."""
         self.config = config
+
+    def run_unattended(self) -> None:
+        """This run has no one watching (see `unattended`)."""
+        self.unattended = True
 
     def store_instead(self, *, mode: ModeName | None, model: str | None) -> None:
         """Save this mode and model instead of those in force (None: save what is in force)."""
