@@ -34,6 +34,7 @@ from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
+from coder_agent.tools.images import MAX_IMAGE_BYTES, SNIFF, image_mime
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ WHOLE_FILE_BYTES = 4_000_000
 """Files up to this size are read whole (and can be edited); bigger ones only as a window of lines."""
 
 Progress = Callable[[list[ToolCallContent]], Awaitable[None]]
+AcceptsImages = Callable[[], Awaitable[bool | None]]
+"""Whether the turn's model takes images: True, False, or None when that is not known."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,13 @@ class FileText:
 class ToolContext:
     """One tool call's view of its turn."""
 
-    def __init__(self, turn: TurnContext, progress: Progress, call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        turn: TurnContext,
+        progress: Progress,
+        call_id: str | None = None,
+        accepts_images: AcceptsImages | None = None,
+    ) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
         self.cwd = turn.cwd
@@ -78,6 +87,7 @@ class ToolContext:
         self._bridge = turn.bridge
         self._progress = progress
         self._shown: list[ToolCallContent] = []
+        self._accepts_images = accepts_images
 
     # ---- paths --------------------------------------------------------------------------------
 
@@ -102,7 +112,7 @@ class ToolContext:
     def still_there(self, place: Place) -> None:
         """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""
         if not still_there(place):
-            raise ToolError(f"{place.path} changed since it was checked (it now leads elsewhere); nothing was done.")
+            raise _swapped(place.path)
 
     # ---- files --------------------------------------------------------------------------------
 
@@ -126,6 +136,22 @@ class ToolContext:
                 f"{path} is too big to {verb} with this tool ({text.size:,} bytes); change it with a command instead."
             )
         return text.text
+
+    async def read_image(self, path: Path, real: Path | None = None) -> tuple[str, bytes] | None:
+        """(type, bytes) when the file is an image a model takes (told by its first bytes), else None; ToolError
+        for one too big to send. Read from the disk (an editor serves text only), along the checked path."""
+        try:
+            return await anyio.to_thread.run_sync(_image, path, real)
+        except nofollow.Swapped:
+            raise _swapped(path) from None
+        except (FileNotFoundError, IsADirectoryError):
+            return None  # the text read says what is wrong
+        except OSError as exc:
+            raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+
+    async def model_sees_images(self) -> bool | None:
+        """Whether the turn's model takes images (None: not known)."""
+        return await self._accepts_images() if self._accepts_images is not None else None
 
     def remember(self, path: Path, text: str) -> None:
         """The text the model has now seen of a file (after a whole read or its own write)."""
@@ -201,7 +227,7 @@ class ToolContext:
         except FileNotFoundError:
             return
         except nofollow.Swapped:
-            raise ToolError(f"{place.path} changed since it was checked (it now leads elsewhere).") from None
+            raise _swapped(place.path) from None
         except OSError as exc:
             raise ToolError(f"Could not delete {place.path}: {exc.strerror or exc}.") from None
 
@@ -212,9 +238,7 @@ class ToolContext:
         try:
             size, head = await anyio.to_thread.run_sync(_sniff, path, real)
         except nofollow.Swapped:
-            raise ToolError(
-                f"{path} changed since it was checked (it now leads elsewhere); nothing was done."
-            ) from None
+            raise _swapped(path) from None
         except FileNotFoundError:
             raise ToolError(f"{path} does not exist.") from None
         except OSError as exc:
@@ -259,8 +283,28 @@ class ToolContext:
         return await self._bridge.ask(question)
 
 
+def _swapped(path: Path) -> ToolError:
+    return ToolError(f"{path} changed since it was checked (it now leads elsewhere); nothing was done.")
+
+
 async def _shown_nowhere(content: ToolCallContent) -> None:
     return None
+
+
+def _image(path: Path, real: Path | None) -> tuple[str, bytes] | None:
+    with nofollow.open_file(real) if real is not None else path.open("rb") as handle:
+        mime = image_mime(handle.read(SNIFF))
+        if mime is None:
+            return None
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"{path} is an image of {size / 1_000_000:.1f} MB, more than the {MAX_IMAGE_BYTES // 1_000_000} MB "
+                "a model is sent; make a smaller copy (for example with ImageMagick: "
+                "`convert in.png -resize 50% /tmp/small.png`) and read that."
+            )
+        handle.seek(0)
+        return mime, handle.read(MAX_IMAGE_BYTES + 1)
 
 
 def _sniff(path: Path, real: Path | None) -> tuple[int, bytes]:

@@ -30,7 +30,7 @@ from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCa
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, ToolResult, TurnCancelled, text_content
-from coder_agent.tools.context import ToolContext
+from coder_agent.tools.context import AcceptsImages, ToolContext
 from coder_agent.tools.registry import edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
@@ -44,8 +44,10 @@ REJECTED_FOR_MODEL = (
 class ToolExecutor:
     """The `ToolSet` of a session's turns: its tools, shown and permitted through the session's bridge."""
 
-    def __init__(self, ctx: TurnContext) -> None:
+    def __init__(self, ctx: TurnContext, accepts_images: AcceptsImages | None = None) -> None:
         self.ctx = ctx
+        self.accepts_images = accepts_images
+        """Whether the turn's model takes images (a read_file of an image sends it only then)."""
 
     def specs(self) -> list[dict[str, Any]]:
         skills = SKILLS_FACT in self.ctx.conversation.environment
@@ -85,7 +87,7 @@ class ToolExecutor:
         except CallFailed as exc:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
-        ctx = ToolContext(self.ctx, lambda content: shown.update(content=content), call.id)
+        ctx = ToolContext(self.ctx, lambda content: shown.update(content=content), call.id, self.accepts_images)
         try:
             prepared = await tool.prepare(params, ctx)
         except CallFailed as exc:
