@@ -194,6 +194,8 @@ def _path(line: str, header: str, number: int) -> str:
     path = line[len(header) :].strip()
     if not path:
         raise PatchError(f"Patch line {number}: `{header}` names no file. Nothing was applied.")
+    if "\x00" in path:
+        raise PatchError(f"Patch line {number}: the path holds a NUL character, which no file name can.")
     return path
 
 

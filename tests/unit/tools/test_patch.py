@@ -107,6 +107,7 @@ def test_the_first_hunk_may_leave_out_its_at_line() -> None:
         ("*** Begin Patch\n*** Update File: a\n-x\n+y", "must end with `*** End Patch`"),
         (wrap(), "has no file in it"),
         (wrap("*** Add File: "), "names no file"),
+        (wrap("*** Delete File: a\x00b"), "holds a NUL character"),
         (wrap("*** Add File: a", "x = 1"), "Patch line 3: every line of a new file starts with `+`"),
         (wrap("*** Update File: a"), "has no hunk"),
         (wrap("*** Update File: a", " only", " context"), "changes nothing"),
