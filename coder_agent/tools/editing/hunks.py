@@ -201,15 +201,22 @@ def _replacement(lines: list[str], index: int, items: list[HunkLine], match: Lin
 
 
 def _find_anchor(state: _Hunks, anchor: str, start: int, hunk: Hunk, number: int) -> int:
+    """The line an `@@` anchor names, after `start` (else before it): equal, else equal up to whitespace, else
+    starting with it (`@@ def total` for `def total(self):`, not for `def totals():`)."""
     lines = state.lines
     wanted = anchor.strip()
-    for begin, end in ((start, len(lines)), (0, start)):
-        for i in range(begin, end):
-            if lines[i] == anchor:
-                return i
-        for i in range(begin, end):
-            if lines[i].strip() == wanted or (len(wanted) >= 4 and lines[i].strip().startswith(wanted)):
-                return i
+
+    def begins(line: str) -> bool:
+        text = line.strip()
+        after = text[len(wanted) : len(wanted) + 1]
+        return len(wanted) >= 4 and text.startswith(wanted) and not (after.isalnum() or after == "_")
+
+    tests = (lambda line: line == anchor, lambda line: line.strip() == wanted, begins)
+    for test in tests:
+        for begin, end in ((start, len(lines)), (0, start)):
+            for i in range(begin, end):
+                if test(lines[i]):
+                    return i
     raise PatchError(
         f"{_which(state, hunk, number)} does not apply: its `@@ {anchor}` line is not in the file. An `@@` line "
         "names a line of the file (a function or class definition) the hunk comes after; copy it exactly from the "

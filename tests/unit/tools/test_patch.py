@@ -248,6 +248,13 @@ def test_several_places_are_named_never_guessed() -> None:
     assert apply_hunks(text, [hunk("-x = 1", "+x = 2", anchors=("b",))], "f").text == "a\nx = 1\nb\nx = 2\n"
 
 
+def test_an_anchor_may_be_the_start_of_a_line_but_not_of_a_longer_name() -> None:
+    text = "def total_tax():\n    return 1\n\ndef totals():\n    return 1\n\ndef total(self):\n    return 1\n"
+    result = apply_hunks(text, [hunk("-    return 1", "+    return 2", anchors=("def total",))], "f")
+    assert result.text.endswith("def total(self):\n    return 2\n")
+    assert result.text.count("return 1") == 2
+
+
 def test_the_closest_lines_are_shown_when_nothing_matches() -> None:
     with pytest.raises(PatchError) as info:
         apply_hunks(
