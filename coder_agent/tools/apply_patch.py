@@ -13,6 +13,8 @@ written are checked after (`edit_checks`).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 
 from coder_agent.permissions import Action, Place
@@ -93,7 +95,7 @@ def _preview(ctx: ToolContext, plan: list[PlannedFile]) -> tuple[list[ToolCallCo
             continue
         if item.moved_from is not None:
             source = by_key[item.moved_from]
-            previews.append(text_content(f"Moves {ctx.display(ctx.path(source.key).path)} to {_shown(ctx, item)}."))
+            previews.append(text_content(f"Moves {_shown(ctx, source.key)} to {_shown(ctx, item.key)}."))
             previews.append(DiffContent(path=item.key, old_text=source.old, new_text=item.new or ""))
         else:
             previews.append(DiffContent(path=item.key, old_text=item.old, new_text=item.new or ""))
@@ -104,8 +106,9 @@ def _preview(ctx: ToolContext, plan: list[PlannedFile]) -> tuple[list[ToolCallCo
     return previews, locations
 
 
-def _shown(ctx: ToolContext, item: PlannedFile) -> str:
-    return ctx.display(ctx.path(item.key).path)
+def _shown(ctx: ToolContext, key: str) -> str:
+    """A planned file's path as the user reads it (keys are the resolved paths)."""
+    return ctx.display(Path(key))
 
 
 def _message(ctx: ToolContext, plan: list[PlannedFile]) -> str:
@@ -115,9 +118,9 @@ def _message(ctx: ToolContext, plan: list[PlannedFile]) -> str:
     for item in plan:
         if item.key in moved_away and item.new is None:
             continue
-        name = _shown(ctx, item)
+        name = _shown(ctx, item.key)
         if item.moved_from is not None:
-            done.append(f"moved {ctx.display(ctx.path(item.moved_from).path)} to {name}")
+            done.append(f"moved {_shown(ctx, item.moved_from)} to {name}")
         elif item.new is None:
             done.append(f"deleted {name}")
         elif item.old is None:
@@ -131,7 +134,7 @@ def _message(ctx: ToolContext, plan: list[PlannedFile]) -> str:
     for item in plan:
         if item.new is not None and item.ranges:
             result = EditResult(item.new, (EditOutcome(item.ranges),))
-            shown = _shown(ctx, item)
+            shown = _shown(ctx, item.key)
             parts.append(f"{shown}, numbered as read_file numbers it, around the changes:\n{result.snippet()}")
     if any(item.notes for item in plan):
         parts.append("Check the regions above: some hunks did not match the file exactly.")
