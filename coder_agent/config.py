@@ -7,7 +7,8 @@ This module owns:
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
-  extra call parameters, the default mode, allow rules, the sandbox), and its deny rules add to the user's;
+  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit), and its
+  deny rules add to the user's;
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -40,6 +41,7 @@ __all__ = [
     "CliOverrides",
     "Config",
     "ConfigError",
+    "EditTool",
     "ModeName",
     "PermissionsConfig",
     "ReasoningEffort",
@@ -77,6 +79,12 @@ ENV_VARS: Mapping[str, str] = MappingProxyType(
 """Environment variables that set a `Config` field, mapped to the field. Empty values count as unset."""
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+EditTool = Literal["auto", "apply_patch", "edit_file"]
+CHECK_LANGUAGES = frozenset(
+    {"bash", "c", "cpp", "csharp", "css", "go", "html", "java", "javascript", "json", "php", "python", "ruby"}
+    | {"rust", "toml", "typescript", "yaml"}
+)
+"""The languages the check after an edit knows (`tools.editing.syntax.LANGUAGES`), the keys of `checkers`."""
 
 # extra_params keys that would collide with what the agent passes itself or with a first-class field.
 _RESERVED_EXTRA_PARAMS: Mapping[str, str] = MappingProxyType(
@@ -161,6 +169,23 @@ class Config(BaseModel):
     models: list[str] = Field(default_factory=list)
     """Models offered in the editor's model picker, besides `model`."""
 
+    syntax_check: bool = True
+    """After every edit, parse the changed file (tree-sitter) and report the syntax errors the edit introduced."""
+
+    checkers: dict[str, str] = Field(default_factory=dict)
+    """A fast checker to run after every edit, per language (`CHECK_LANGUAGES`): a command line where `{file}` is the
+    changed file, e.g. python = "ruff check --quiet --select E9,F63,F7,F82 {file}". Its output goes to the model.
+    It runs as the agent's own process (not in the editor's terminal), without asking; a project file may not set
+    it."""
+
+    checker_timeout: float = Field(default=10.0, gt=0, le=300)
+    """The most seconds a checker may run; it is killed after that."""
+
+    edit_tool: EditTool = "auto"
+    """How the model edits files: "apply_patch" (the patch format OpenAI's GPT-5, GPT-4.1, o3/o4 and codex models
+    were trained on), "edit_file" (exact string replacements), or "auto": apply_patch for those families, edit_file
+    for the others."""
+
     default_mode: ModeName = "default"
     """The session mode a new session starts in: "read-only", "default", "accept-edits", "auto" (where commands can
     be sandboxed; "default" elsewhere) or "full-auto"."""
@@ -182,6 +207,17 @@ class Config(BaseModel):
     def _models_not_blank(cls, value: list[str]) -> list[str]:
         if any(not name.strip() for name in value):
             raise ValueError("model names must not be empty")
+        return value
+
+    @field_validator("checkers")
+    @classmethod
+    def _known_languages(cls, value: dict[str, str]) -> dict[str, str]:
+        for language, command in value.items():
+            if language not in CHECK_LANGUAGES:
+                known = ", ".join(sorted(CHECK_LANGUAGES))
+                raise ValueError(f"no language named {language!r} (the languages are {known})")
+            if not command.strip():
+                raise ValueError(f"the checker of {language} is empty")
         return value
 
     @field_validator("extra_params")
@@ -303,6 +339,7 @@ def load_config(
 
 
 PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
+    ("checkers",),
     ("api_base",),
     ("api_key_env",),
     ("extra_params",),
@@ -311,8 +348,8 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("sandbox",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
-server, grant itself permissions, or widen the sandbox's walls. Set these in the user file, the environment, or
-with --config."""
+server, grant itself permissions, widen the sandbox's walls, or name a command the agent runs unasked after every
+edit. Set these in the user file, the environment, or with --config."""
 
 
 def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -106,3 +106,15 @@ def write_atomic(real: Path, data: bytes) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=folder)
             raise
+
+
+def unlink(real: Path) -> None:
+    """Remove the file `real` (a symlink there is removed itself, never followed), reached along its checked path."""
+    if not SUPPORTED:
+        real.unlink()
+        return
+    with open_folder(real.parent) as folder:
+        found = os.stat(real.name, dir_fd=folder, follow_symlinks=False)
+        if stat.S_ISDIR(found.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(real))
+        os.unlink(real.name, dir_fd=folder)

@@ -33,8 +33,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The agent's user config, session store and undo blobs live under a temporary home in tests."""
+    """The agent's user config, session store, undo blobs, commands and skills live under a temporary home."""
     home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))  # ~/.claude/commands and ~/.claude/skills are read too
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))

@@ -5,6 +5,11 @@ output, and an unknown one gets the list of those that exist. Commands are a tab
 what the editor shows, and a handler that gets a `CommandContext` (the session, and the turn it runs in)
 and the text after the name. Commands act on the session as a whole (its conversation, rules, undo
 history, model), so unlike a turn they get the session itself.
+
+After the built-in ones come the session's MCP prompts (`/mcp:<server>:<prompt>`), then the commands and skills
+from files (`extensions`): a file command's body, with its arguments, and a skill's instructions become the
+user's message of a model turn, nothing more (so a project's file can no more change the mode, the rules, the
+model or the keys than the user's own message could). A built-in name always wins.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent import prompts
+from coder_agent import extensions, prompts
 from coder_agent.agent.turn import Turn
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.config import Config
@@ -84,8 +89,9 @@ class Command:
 MCP_PROMPT_PREFIX = "mcp:"
 
 
-def advertised(session: Session | None = None) -> list[AvailableCommand]:
-    """The built-in commands, then the session's MCP prompts as `/mcp:<server>:<prompt>`."""
+def advertised(session: Session | None = None, catalog: extensions.Catalog | None = None) -> list[AvailableCommand]:
+    """The built-in commands, then the session's MCP prompts as `/mcp:<server>:<prompt>`, then the commands and
+    skills from files (a name already taken is left out)."""
     listed = [command.advertised() for command in COMMANDS]
     for prompt in session.services.mcp_prompts if session is not None else []:
         names = " ".join(f"<{a.name}>" if a.required else f"[{a.name}]" for a in prompt.arguments)
@@ -96,6 +102,27 @@ def advertised(session: Session | None = None) -> list[AvailableCommand]:
                 input=AvailableCommandInput(hint=names) if names else None,
             )
         )
+    taken = {command.name for command in listed}
+    for found in catalog.commands if catalog is not None else []:
+        if found.name not in taken:
+            taken.add(found.name)
+            listed.append(
+                AvailableCommand(
+                    name=found.name,
+                    description=found.description,
+                    input=AvailableCommandInput(hint=found.hint) if found.hint else None,
+                )
+            )
+    for skill in catalog.skills if catalog is not None else []:
+        if skill.name not in taken:
+            taken.add(skill.name)
+            listed.append(
+                AvailableCommand(
+                    name=skill.name,
+                    description=f"Skill: {skill.description}",
+                    input=AvailableCommandInput(hint="what to use it for (optional)"),
+                )
+            )
     return listed
 
 
@@ -112,9 +139,12 @@ def parse(prompt: Sequence[ContentBlock]) -> tuple[str, str] | None:
     return name, arguments.strip()
 
 
-def unknown(name: str) -> str:
+def unknown(name: str, catalog: extensions.Catalog | None = None) -> str:
     listing = "\n".join(f"- `/{c.name}` — {c.description}" for c in COMMANDS)
-    return f"Unknown command `/{name}`. The commands are:\n\n{listing}\n"
+    names = [c.name for c in catalog.commands] + [s.name for s in catalog.skills] if catalog else []
+    from_files = [f"`/{found}`" for found in dict.fromkeys(names)]
+    more = f"\n\nFrom files: {', '.join(from_files)}." if from_files else ""
+    return f"Unknown command `/{name}`. The commands are:\n\n{listing}{more}\n"
 
 
 def context_report(
@@ -171,8 +201,55 @@ async def run(ctx: CommandContext, name: str, arguments: str) -> StopReason:
         return await command.handler(ctx, arguments)
     if name.startswith(MCP_PROMPT_PREFIX):
         return await run_mcp_prompt(ctx, name, arguments)
-    await ctx.say(unknown(name))
+    cwd = ctx.session.state.cwd
+    catalog = await anyio.to_thread.run_sync(extensions.load_catalog, cwd)
+    found = catalog.command(name)
+    if found is not None:
+        return await run_file_command(ctx, found, arguments)
+    skill = catalog.skill(name)
+    if skill is not None:
+        return await run_skill(ctx, skill, arguments)
+    await ctx.say(unknown(name, catalog))
     return "end_turn"
+
+
+async def run_file_command(ctx: CommandContext, command: extensions.FileCommand, arguments: str) -> StopReason:
+    """`/name args` of a command file: its body, with the arguments, is the user's message of a model turn."""
+    if command.problem is not None:
+        await ctx.say(f"`/{command.name}` cannot run: {command.problem}. Fix the file, then try again.\n")
+        return "end_turn"
+    body = await _file_body(ctx, f"`/{command.name}` cannot run", command.path, command.origin)
+    if body is None:
+        return "end_turn"
+    text = extensions.expand_arguments(body, arguments).strip()
+    if not text:
+        await ctx.say(f"`/{command.name}` has nothing in it: {command.path} is empty.\n")
+        return "end_turn"
+    return await ctx.run([TextContent(text=text)])
+
+
+async def _file_body(ctx: CommandContext, failure: str, path: Path, origin: extensions.Origin) -> str | None:
+    """A command or skill file's body, read now; None after saying why it cannot be read."""
+    root = extensions.root_for(origin, ctx.session.state.cwd)
+    try:
+        return await anyio.to_thread.run_sync(extensions.read_body, path, root)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        await ctx.say(f"{failure}: {path}: {reason}.\n")
+        return None
+
+
+async def run_skill(ctx: CommandContext, skill: extensions.Skill, arguments: str) -> StopReason:
+    """`/skill-name [what for]`: the skill's instructions, as the user's message of a model turn."""
+    body = await _file_body(ctx, f"The skill `{skill.name}` cannot be used", skill.path, skill.origin)
+    if body is None:
+        return "end_turn"
+    task = f" for this: {arguments}" if arguments else ""
+    text = (
+        f"Use the skill `{skill.name}`{task}. Its instructions follow (from {skill.path}); files they mention are "
+        f"in {skill.folder}.\n\n{body}"
+    )
+    return await ctx.run([TextContent(text=text)])
 
 
 async def _compact(ctx: CommandContext, arguments: str) -> StopReason:

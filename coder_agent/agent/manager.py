@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from coder_agent import secrets
+from coder_agent import extensions, secrets
 from coder_agent.agent import commands, sandboxing, system_prompt
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
@@ -109,7 +109,9 @@ class SessionManager:
         hub = services.mcp
         if hub is not None:
             services.mcp_prompts = await hub.list_prompts()
-        await services.bridge.update(AvailableCommandsUpdate(available_commands=commands.advertised(session)))
+        catalog = await self.announce_commands(session, always=True)
+        for problem in catalog.problems:
+            services.notices.append(("A command or skill from a file cannot be used", problem))
         if hub is not None:
             for status in hub.statuses():
                 if status.state == "failed":
@@ -196,7 +198,22 @@ class SessionManager:
         return session
 
     async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
-        return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
+        async def turn() -> StopReason:
+            await self.announce_commands(session)  # a command file added since is there for the next prompt
+            return await self.runner.run_turn(session, prompt)
+
+        return await session.run_turn(turn)
+
+    async def announce_commands(self, session: Session, *, always: bool = False) -> extensions.Catalog:
+        """Tell the client the session's slash commands when they changed (or `always`); the commands and skills
+        from files, as read now."""
+        services = session.services
+        catalog = await anyio.to_thread.run_sync(extensions.load_catalog, session.state.cwd)
+        listed = commands.advertised(session, catalog)
+        if always or listed != services.commands_shown:
+            services.commands_shown = listed
+            await services.bridge.update(AvailableCommandsUpdate(available_commands=listed))
+        return catalog
 
     async def resume(self, session: Session) -> StopReason:
         """Go on from where the session's last turn stopped for want of a permission: the stopped call runs now."""

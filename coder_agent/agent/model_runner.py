@@ -81,7 +81,7 @@ class ModelRunner:
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
         ctx = session.turn_context()
         model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx)
-        turn = Turn(ctx, model, ToolExecutor(ctx))
+        turn = Turn(ctx, model, ToolExecutor(ctx, model.accepts_images))
         for block in prompt:
             ctx.bridge.record(UserMessageChunk(content=block))
         command = commands.parse(prompt)

@@ -1,23 +1,28 @@
 """What the model is told about where it works: a system prompt fixed per conversation, and short updates.
 
 The system prompt (`prompts/system.md`: how to work, and the environment as it was when the conversation
-began — folder, OS, date, permission mode, git state, AGENTS.md files) is built once per conversation and
-stored with the session, so every request of a session starts with the same bytes and a provider's
-prompt cache can serve them. It is rebuilt only when the conversation restarts: `/clear`, `/compact` (or
-an automatic compaction) and a model switch.
+began — folder, OS, date, permission mode, git state, AGENTS.md files, the skills' names and descriptions) is
+built once per conversation and stored with the session, so every request of a session starts with the same
+bytes and a provider's prompt cache can serve them. It is rebuilt only when the conversation restarts:
+`/clear`, `/compact` (or an automatic compaction) and a model switch.
 
-What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode —
-reaches the model as a short user message (`prompts/environment_update.md`) placed before the user's next
-prompt, and only when one of those facts changed since the model was last told. The conversation keeps
-the facts as last told (`Conversation.environment`) to tell the difference.
+In an autonomous mode (`permissions.AUTONOMOUS_MODES`) and in a run no one watches (`coder-agent run`), the prompt
+tells the model to keep going until the task is done and verified, without stopping to ask
+(`prompts/autonomous.md`); otherwise it works with the user, asking when it must.
+
+What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode (and with
+it how to work), the skills — reaches the model as a short user message (`prompts/environment_update.md`) placed
+before the user's next prompt, and only when one of those facts changed since the model was last told. The
+conversation keeps the facts as last told (`Conversation.environment`) to tell the difference.
 """
 
 from __future__ import annotations
 
 from coder_agent import prompts
 from coder_agent.agent import workspace
+from coder_agent.extensions import SKILLS_FACT, skills_text
 from coder_agent.model.base import Message
-from coder_agent.permissions import MODES, is_mode
+from coder_agent.permissions import MODES, is_autonomous, is_mode
 from coder_agent.session.conversation import Conversation
 from coder_agent.session.turn_context import TurnContext
 
@@ -27,11 +32,16 @@ GIT_BRANCH = "Git branch"
 GIT_STATUS = "Git status"
 GIT_COMMITS = "Recent commits"
 INSTRUCTIONS = "Project instructions from "
+WORKING = "How to work now"
+INTERACTIVE = (
+    "with the user: ask with `ask_user` when the request is ambiguous in a way that changes the result, or before "
+    "a risky or irreversible choice."
+)
 
 
-def facts(env: workspace.Environment, mode: str) -> dict[str, str]:
+def facts(env: workspace.Environment, mode: str, autonomous: bool = False) -> dict[str, str]:
     """The facts of the environment that may change during a conversation, by the label the model reads."""
-    found = {DATE: env.date, MODE: mode_text(mode)}
+    found = {DATE: env.date, MODE: mode_text(mode), WORKING: working_text(autonomous)}
     if env.git is not None:
         found[GIT_BRANCH] = env.git.branch
         found[GIT_STATUS] = env.git.status
@@ -39,6 +49,8 @@ def facts(env: workspace.Environment, mode: str) -> dict[str, str]:
             found[GIT_COMMITS] = "\n".join(env.git.recent_commits)
     for doc in env.agents_files:
         found[INSTRUCTIONS + doc.path] = doc.text
+    if env.skills:
+        found[SKILLS_FACT] = skills_text(env.skills)
     return found
 
 
@@ -47,6 +59,16 @@ def mode_text(mode: str) -> str:
         return mode
     described = MODES[mode]
     return f"{described.name} ({described.description})"
+
+
+def working_text(autonomous: bool) -> str:
+    """How the model is to work: on its own until the task is done (`prompts/autonomous.md`), or with the user."""
+    return prompts.load("autonomous.md") if autonomous else INTERACTIVE
+
+
+def autonomous(ctx: TurnContext) -> bool:
+    """Whether the model works on its own this turn: an autonomous mode, or a run no one watches."""
+    return is_autonomous(ctx.policy.mode) or ctx.unattended
 
 
 def changes(told: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None]]:
@@ -79,7 +101,7 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     if conversation.system is None:
         _fix(ctx, env)
         return system_message(conversation), None
-    now = facts(env, mode)
+    now = facts(env, mode, autonomous(ctx))
     changed = changes(conversation.environment, now)
     conversation.told(now)
     if not changed:
@@ -96,9 +118,17 @@ async def current_system_message(ctx: TurnContext) -> Message:
 
 def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
     mode = ctx.policy.mode
+    on_its_own = autonomous(ctx)
     walls = ctx.sandbox.walls.describe() if ctx.sandbox is not None else None
-    system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode), sandbox=walls)
-    ctx.conversation.fix_prompt(system, facts(env, mode))
+    system = prompts.render(
+        "system.md",
+        **env.template_values(),
+        mode=mode_text(mode),
+        autonomous=on_its_own,
+        autonomy=working_text(True),
+        sandbox=walls,
+    )
+    ctx.conversation.fix_prompt(system, facts(env, mode, on_its_own))
 
 
 async def _describe(ctx: TurnContext) -> workspace.Environment:

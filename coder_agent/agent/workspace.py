@@ -1,4 +1,4 @@
-"""What the system prompt says about where the agent works: cwd, OS, date, git state, AGENTS.md files.
+"""What the system prompt says about where the agent works: cwd, OS, date, git state, AGENTS.md files, skills.
 
 Git is read by running `git` (status with the branch, and the last commits: two processes at once,
 bounded in time), and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0` keeps
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
+from coder_agent.extensions import Skill, load_catalog, skills_text
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,8 @@ class Environment:
     date: str
     git: GitInfo | None
     agents_files: list[AgentsFile]
+    skills: list[Skill] = field(default_factory=list)
+    """The skills of the user and the project (`extensions`): names and descriptions only."""
 
     def template_values(self) -> dict[str, Any]:
         return {
@@ -57,6 +61,8 @@ class Environment:
             "date": self.date,
             "git": self.git,
             "agents_files": self.agents_files,
+            "skills": self.skills,
+            "skills_text": skills_text(self.skills),
         }
 
 
@@ -66,6 +72,7 @@ async def describe(cwd: Path, additional_directories: list[Path]) -> Environment
     git: GitInfo | None = None
     with anyio.move_on_after(GIT_TIMEOUT):
         git_root, git = await _read_git(cwd)
+    catalog = await anyio.to_thread.run_sync(load_catalog, cwd)
     return Environment(
         cwd=cwd,
         additional_directories=additional_directories,
@@ -73,6 +80,7 @@ async def describe(cwd: Path, additional_directories: list[Path]) -> Environment
         date=datetime.date.today().isoformat(),
         git=git,
         agents_files=_agents_files(cwd, git_root),
+        skills=catalog.skills,
     )
 
 

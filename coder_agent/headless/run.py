@@ -245,8 +245,9 @@ async def _stored(
 
 
 def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) -> None:
-    """The run's own mode, rules, model and request limit."""
+    """The run's own mode, rules, model and request limit; no one watches it, so the model finishes on its own."""
     saved.set_mode(options.mode or saved.config.default_mode)
+    saved.run_unattended()
     saved.policy.add_rules(options.allow, options.deny)
     updates: dict[str, Any] = {}
     if options.model is not None and options.model != saved.config.model:

@@ -1,7 +1,7 @@
 """The permission layer: what a tool call may do without asking, one mechanism per module.
 
 * `policy` — the one small module that decides allow, ask or deny from (mode, rules, resolved action);
-* `modes` — the session modes as plain data (`ModeName`, what each means);
+* `modes` — the session modes as plain data (`ModeName`, what each means, which are autonomous);
 * `rules` — rule strings (`edit:src/**`, `execute:git status`, `execute:=…`, `fetch:host`) and how they match;
 * `always` — what an "always" answer remembers, and the choices a prompt offers;
 * `paths` — resolution (symlinks, `..`) and containment against the session's roots;
@@ -14,12 +14,14 @@ Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter
 
 from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, offer, restore_rules
 from coder_agent.permissions.modes import (
+    AUTONOMOUS_MODES,
     DEFAULT_MODE,
     MODES,
     SANDBOXED_MODES,
     ModeInfo,
     ModeName,
     available_modes,
+    is_autonomous,
     is_mode,
 )
 from coder_agent.permissions.network import FetchTarget, TargetError, resolve_target
@@ -30,6 +32,7 @@ from coder_agent.permissions.shell import CommandLine, SimpleCommand, analyse
 
 __all__ = [
     "ALLOWING",
+    "AUTONOMOUS_MODES",
     "DEFAULT_MODE",
     "MODES",
     "SANDBOXED_MODES",
@@ -51,6 +54,7 @@ __all__ = [
     "analyse",
     "available_modes",
     "chosen",
+    "is_autonomous",
     "is_mode",
     "offer",
     "resolve",

@@ -1,4 +1,5 @@
-"""The session modes as plain data: one `ModeName` Literal, and what each mode means in words a user reads.
+"""The session modes as plain data: one `ModeName` Literal, what each mode means in words a user reads, and which
+ones are autonomous (`AUTONOMOUS_MODES`).
 
 The config's `default_mode`, the policy, `session/set_mode` and the editor's mode picker are all built from
 this table (`acp.presentation` turns it into ACP objects). The descriptions say exactly what holds; the
@@ -58,6 +59,9 @@ assert set(MODES) == set(get_args(ModeName)), "every mode has one row"
 
 SANDBOXED_MODES: frozenset[ModeName] = frozenset({"auto"})
 """Modes offered only where the session's commands can be sandboxed."""
+AUTONOMOUS_MODES: frozenset[ModeName] = frozenset({"auto", "full-auto"})
+"""The modes where the agent works on its own (nothing it does waits for the user): the model is told to finish
+the task without stopping to ask. The one place this question is answered."""
 
 
 def is_mode(value: str) -> TypeGuard[ModeName]:
@@ -67,3 +71,8 @@ def is_mode(value: str) -> TypeGuard[ModeName]:
 def available_modes(sandboxed: bool) -> list[ModeInfo]:
     """The modes a session may be in: `auto` only where its commands run inside a sandbox."""
     return [m for m in MODES.values() if sandboxed or m.id not in SANDBOXED_MODES]
+
+
+def is_autonomous(mode: str) -> bool:
+    """Whether the agent works on its own in this mode (see `AUTONOMOUS_MODES`)."""
+    return mode in AUTONOMOUS_MODES

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from anyio.abc import TaskGroup
 
+from coder_agent.protocol.schema import AvailableCommand
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -46,6 +47,9 @@ class SessionServices:
     """Where the session's commands run: inside these walls; None when they cannot be sandboxed."""
     sandbox_problem: str | None = None
     """Why the session's commands are not sandboxed (None when they are)."""
+    commands_shown: list[AvailableCommand] = field(default_factory=list)
+    """The slash commands the client was last told of (the built-in ones, MCP prompts, commands and skills from
+    files), to tell it again when they change."""
     notices: list[tuple[str, str]] = field(default_factory=list)
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -67,6 +67,7 @@ class Session:
             tasks=services.tasks,
             save_soon=self.save_soon,
             after_response=self.after_response,
+            unattended=state.unattended,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

@@ -57,6 +57,9 @@ class SessionState:
     """The MCP servers it was opened with (ACP's wire shape), stored so that a run continuing it starts them too;
     an entry whose value holds a model key is left out (keys never reach the store). Not restored: whoever
     reopens a session says which servers it has."""
+    unattended: bool = False
+    """No one watches this run (`coder-agent run`): the model is told to finish the task on its own, as in an
+    autonomous mode. Not stored: it holds for the run."""
 
     @property
     def roots(self) -> list[Path]:
@@ -92,6 +95,10 @@ class SessionState:
     def set_config(self, config: Config) -> None:
         """A config of this session's own (a run's model and request limit); checked by the caller."""
         self.config = config
+
+    def run_unattended(self) -> None:
+        """This run has no one watching (see `unattended`)."""
+        self.unattended = True
 
     def store_instead(self, *, mode: ModeName | None, model: str | None) -> None:
         """Save this mode and model instead of those in force (None: save what is in force)."""

@@ -54,6 +54,8 @@ class TurnContext:
     """Ask for a save of the session, in the background."""
     after_response: Callable[[Job], None]
     """Run a job once the prompt's response is written (a turn's bill, its last save)."""
+    unattended: bool = False
+    """No one watches the run (`coder-agent run`): the model works on its own, as in an autonomous mode."""
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:

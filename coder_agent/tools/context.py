@@ -6,7 +6,8 @@ before a write; on the disk, reads and writes reach the checked place without fo
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
-process group) and show themselves in the call as soon as they start. Questions for the user go through the
+process group) and show themselves in the call as soon as they start; the agent's own checks run locally
+(`run_local`, the local bridge's process machinery). Questions for the user go through the
 bridge too, tied to the call.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,15 +23,18 @@ import anyio
 
 from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError
+from coder_agent.errors import CallFailed
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import ToolCallContent, ToolKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
 from coder_agent.session.bridge import CommandResult
+from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
+from coder_agent.tools.images import MAX_IMAGE_BYTES, SNIFF, image_mime
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,19 @@ AskOutside = Callable[[str], Awaitable[bool]]
 
 async def _never_outside(why: str) -> bool:
     return False
+
+
+AcceptsImages = Callable[[], Awaitable[bool | None]]
+"""Whether the turn's model takes images: True, False, or None when that is not known."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A change of one file: its text before (None: it does not exist) and after (None: delete it)."""
+
+    place: Place
+    old: str | None
+    new: str | None
 
 
 @dataclass(frozen=True)
@@ -65,12 +82,15 @@ class ToolContext:
         progress: Progress,
         call_id: str | None = None,
         ask_outside: AskOutside = _never_outside,
+        accepts_images: AcceptsImages | None = None,
     ) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
         self.cwd = turn.cwd
         self.roots = list(turn.roots)
         self.policy: PermissionPolicy = turn.policy
+        self.config = turn.config
+        """The settings the turn started with."""
         self._files = turn.files
         self._checkpoints = turn.checkpoints
         self._bridge = turn.bridge
@@ -78,6 +98,7 @@ class ToolContext:
         self._ask_outside = ask_outside
         self._progress = progress
         self._shown: list[ToolCallContent] = []
+        self._accepts_images = accepts_images
 
     # ---- paths --------------------------------------------------------------------------------
 
@@ -109,7 +130,7 @@ class ToolContext:
     def still_there(self, place: Place) -> None:
         """Refuse to act if the path no longer resolves to what was checked (a symlink swapped in since)."""
         if not still_there(place):
-            raise ToolError(f"{place.path} changed since it was checked (it now leads elsewhere); nothing was done.")
+            raise _swapped(place.path)
 
     # ---- files --------------------------------------------------------------------------------
 
@@ -134,9 +155,29 @@ class ToolContext:
             )
         return text.text
 
+    async def read_image(self, path: Path, real: Path | None = None) -> tuple[str, bytes] | None:
+        """(type, bytes) when the file is an image a model takes (told by its first bytes), else None; ToolError
+        for one too big to send. Read from the disk (an editor serves text only), along the checked path."""
+        try:
+            return await anyio.to_thread.run_sync(_image, path, real)
+        except nofollow.Swapped:
+            raise _swapped(path) from None
+        except (FileNotFoundError, IsADirectoryError):
+            return None  # the text read says what is wrong
+        except OSError as exc:
+            raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+
+    async def model_sees_images(self) -> bool | None:
+        """Whether the turn's model takes images (None: not known)."""
+        return await self._accepts_images() if self._accepts_images is not None else None
+
     def remember(self, path: Path, text: str) -> None:
         """The text the model has now seen of a file (after a whole read or its own write)."""
         self._files.remember(path, content_hash(text))
+
+    def has_read(self, path: Path) -> bool:
+        """Whether the model has read the file (or written it) in this session."""
+        return self._files.known(path) is not None
 
     def check_fresh(self, path: Path, text: str, verb: str) -> None:
         """Refuse to change a file the model has not read, or that changed since it did."""
@@ -151,20 +192,62 @@ class ToolContext:
 
     async def write(self, place: Place, old: str | None, new: str) -> None:
         """Write a file the model changed: re-check it, snapshot it for /undo, write, remember the new text."""
-        self.still_there(place)
-        path = place.path
-        current = await self.read_whole(path, "write", place.real) if await self.exists(path) else None
-        if current != old:
-            raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
+        await self.write_all([FileChange(place, old, new)])
+
+    async def write_all(self, changes: Sequence[FileChange]) -> None:
+        """Make several changes, all or none: re-check every file (still where it was checked, still the text the
+        change was made against), snapshot them all for /undo, then write (or delete) each. If one fails, those
+        done before it are put back and the error says so."""
+        for change in changes:
+            self.still_there(change.place)
+            path = change.place.path
+            current = await self.read_whole(path, "write", change.place.real) if await self.exists(path) else None
+            if current != change.old:
+                raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
         checkpoints = self._checkpoints
+        for change in changes:
+            try:
+                await checkpoints.before_change(change.place.path, change.old)
+            except CheckpointError as exc:
+                log.warning("no undo snapshot of %s: %s", change.place.path, exc)
+        done: list[FileChange] = []
         try:
-            await checkpoints.before_change(path, old)
-        except CheckpointError as exc:
-            log.warning("no undo snapshot of %s: %s", path, exc)
-        self.still_there(place)
-        await self._bridge.write_text_file(path, new, real=place.real)
-        checkpoints.after_change(path, new)
-        self.remember(path, new)
+            for change in changes:
+                self.still_there(change.place)
+                await self._put(change.place, change.new)
+                done.append(change)
+        except (CallFailed, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if not done:
+                raise ToolError(why) from None
+            for change in reversed(done):
+                try:
+                    await self._put(change.place, change.old)
+                except (CallFailed, OSError):
+                    log.exception("could not put back %s", change.place.path)
+            raise ToolError(
+                f"{why} The {len(done)} file(s) changed before this one were put back, so nothing changed."
+            ) from None
+        for change in changes:
+            if change.new is None:
+                self._files.forget(change.place.path)
+                continue
+            checkpoints.after_change(change.place.path, change.new)
+            self.remember(change.place.path, change.new)
+
+    async def _put(self, place: Place, text: str | None) -> None:
+        """Write `text` to the file, or delete the file (None)."""
+        if text is not None:
+            await self._bridge.write_text_file(place.path, text, real=place.real)
+            return
+        try:
+            await anyio.to_thread.run_sync(nofollow.unlink, place.real)
+        except FileNotFoundError:
+            return
+        except nofollow.Swapped:
+            raise _swapped(place.path) from None
+        except OSError as exc:
+            raise ToolError(f"Could not delete {place.path}: {exc.strerror or exc}.") from None
 
     async def _check_text_file(self, path: Path, real: Path | None = None) -> int:
         """The file's size; ToolError unless it is a file that looks like UTF-8 text."""
@@ -173,9 +256,7 @@ class ToolContext:
         try:
             size, head = await anyio.to_thread.run_sync(_sniff, path, real)
         except nofollow.Swapped:
-            raise ToolError(
-                f"{path} changed since it was checked (it now leads elsewhere); nothing was done."
-            ) from None
+            raise _swapped(path) from None
         except FileNotFoundError:
             raise ToolError(f"{path} does not exist.") from None
         except OSError as exc:
@@ -203,6 +284,15 @@ class ToolContext:
         """Ask the user whether the call's command may run again, outside the sandbox; False if not."""
         return await self._ask_outside(why)
 
+    async def run_local(self, command: str, timeout: float) -> CommandResult:
+        """Run a command line of the agent's own (a check after an edit) as a local process, never in the editor's
+        terminal: in the working directory, inside the session's sandbox whatever the mode (where it has one), in
+        its own process group, with the environment commands get (no keys), its output capped, killed after
+        `timeout`. Nothing is shown."""
+        return await LocalBridge().run_command(
+            command, cwd=self.cwd, timeout=timeout, show=_shown_nowhere, sandbox=self._sandbox
+        )
+
     async def show(self, content: ToolCallContent) -> None:
         """Add to what the call shows while it runs (a terminal, progress)."""
         self._shown.append(content)
@@ -223,6 +313,30 @@ class ToolContext:
     async def ask(self, question: Question) -> Answer:
         """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""
         return await self._bridge.ask(question)
+
+
+def _swapped(path: Path) -> ToolError:
+    return ToolError(f"{path} changed since it was checked (it now leads elsewhere); nothing was done.")
+
+
+async def _shown_nowhere(content: ToolCallContent) -> None:
+    return None
+
+
+def _image(path: Path, real: Path | None) -> tuple[str, bytes] | None:
+    with nofollow.open_file(real) if real is not None else path.open("rb") as handle:
+        mime = image_mime(handle.read(SNIFF))
+        if mime is None:
+            return None
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"{path} is an image of {size / 1_000_000:.1f} MB, more than the {MAX_IMAGE_BYTES // 1_000_000} MB "
+                "a model is sent; make a smaller copy (for example with ImageMagick: "
+                "`convert in.png -resize 50% /tmp/small.png`) and read that."
+            )
+        handle.seek(0)
+        return mime, handle.read(MAX_IMAGE_BYTES + 1)
 
 
 def _sniff(path: Path, real: Path | None) -> tuple[int, bytes]:

@@ -1,4 +1,5 @@
-"""`edit_file`: exact string replacements in a file (one or several, all or none), shown as a diff first."""
+"""`edit_file`: exact string replacements in a file (one or several, all or none), shown as a diff first, checked
+after (`edit_checks`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
 from coder_agent.tools.calls import Outcome, Prepared, ToolError
-from coder_agent.tools.context import ToolContext
+from coder_agent.tools.context import FileChange, ToolContext
+from coder_agent.tools.edit_checks import checked_outcome
 from coder_agent.tools.editing import Edit, apply_edits
 from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
@@ -61,7 +63,8 @@ class EditFile(BuiltinTool):
         locations = [ToolCallLocation(path=str(path), line=r.first) for r in ranges[:MAX_LOCATIONS]]
 
         async def run() -> Outcome:
-            await ctx.write(place, old, result.new_text)
-            return Outcome(result.message(str(path)), [diff])
+            change = FileChange(place, old, result.new_text)
+            await ctx.write_all([change])
+            return await checked_outcome(ctx, [change], result.message(str(path)), [diff])
 
         return Prepared(ctx.action("edit", place), self.title(params, ctx), run, locations, [diff])

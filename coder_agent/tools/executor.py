@@ -24,6 +24,7 @@ import anyio
 
 from coder_agent import secrets
 from coder_agent.errors import CallFailed
+from coder_agent.extensions import SKILLS_FACT
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, Choice, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
@@ -31,8 +32,8 @@ from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCa
 from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
-from coder_agent.tools.context import ToolContext
-from coder_agent.tools.registry import session_specs, session_tools
+from coder_agent.tools.context import AcceptsImages, ToolContext
+from coder_agent.tools.registry import edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,14 @@ REJECTED_FOR_MODEL = (
 class ToolExecutor:
     """The `ToolSet` of a session's turns: its tools, shown and permitted through the session's bridge."""
 
-    def __init__(self, ctx: TurnContext) -> None:
+    def __init__(self, ctx: TurnContext, accepts_images: AcceptsImages | None = None) -> None:
         self.ctx = ctx
+        self.accepts_images = accepts_images
+        """Whether the turn's model takes images (a read_file of an image sends it only then)."""
 
     def specs(self) -> list[dict[str, Any]]:
-        return session_specs(self.ctx.mcp)
+        skills = SKILLS_FACT in self.ctx.conversation.environment
+        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
         tools = session_tools(self.ctx.mcp)
@@ -89,7 +93,11 @@ class ToolExecutor:
             await shown.start(tool.name, tool.name, tool.kind, raw_input)
             return await shown.fail(str(exc), exc.shown)
         ctx = ToolContext(
-            self.ctx, lambda content: shown.update(content=content), call.id, lambda why: self._ask_outside(shown, why)
+            self.ctx,
+            lambda content: shown.update(content=content),
+            call.id,
+            lambda why: self._ask_outside(shown, why),
+            self.accepts_images,
         )
         try:
             prepared = await tool.prepare(params, ctx)

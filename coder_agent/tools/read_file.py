@@ -1,13 +1,20 @@
-"""`read_file`: a file's lines, numbered, for the model to read (and a record that it has read them)."""
+"""`read_file`: a file's lines, numbered, for the model to read (and a record that it has read them); an image
+(PNG, JPEG, GIF, WebP, told by its first bytes) as the image itself when the model takes images.
+
+Whether a model takes images comes from litellm's model map; a model litellm does not know gets a sentence
+instead of the image (a provider that refuses images would fail every later request of the conversation)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pydantic import Field
 
 from coder_agent.protocol.content import ToolCallLocation
-from coder_agent.tools.calls import Outcome, Prepared
+from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.file_view import DEFAULT_LIMIT, format_lines, format_window
+from coder_agent.tools.images import describe, image_parts
 from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
@@ -40,6 +47,9 @@ class ReadFile(BuiltinTool):
 
         async def run() -> Outcome:
             ctx.still_there(place)
+            image = await ctx.read_image(path, place.real)
+            if image is not None:
+                return await _image_outcome(ctx, path, *image)
             read = await ctx.read(path, first=first, limit=params.limit or DEFAULT_LIMIT, real=place.real)
             if not read.whole:
                 return Outcome(format_window(read.text, first, read.size))
@@ -48,3 +58,16 @@ class ReadFile(BuiltinTool):
 
         location = ToolCallLocation(path=str(path), line=first)
         return Prepared(ctx.action("read", place), self.title(params, ctx), run, [location])
+
+
+async def _image_outcome(ctx: ToolContext, path: Path, mime: str, data: bytes) -> Outcome:
+    what = describe(data, mime)
+    sees = await ctx.model_sees_images()
+    if sees:
+        return Outcome(image_parts(f"{path} is an image ({what}); here it is.", data, mime), [text_content(what)])
+    why = (
+        "this model does not take images"
+        if sees is False
+        else "it is not known whether this model takes images (litellm does not know it), so it was not sent"
+    )
+    return Outcome(f"{path} is an image ({what}); {why}. You cannot see it: if what it shows matters, say so.")

@@ -1,4 +1,5 @@
-"""`write_file`: create a file or replace its whole content, shown as a diff before it is written."""
+"""`write_file`: create a file or replace its whole content, shown as a diff before it is written, checked after
+(`edit_checks`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pydantic import Field
 
 from coder_agent.protocol.content import DiffContent, ToolCallLocation
 from coder_agent.tools.calls import Outcome, Prepared
-from coder_agent.tools.context import ToolContext
+from coder_agent.tools.context import FileChange, ToolContext
+from coder_agent.tools.edit_checks import checked_outcome
 from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
@@ -35,10 +37,11 @@ class WriteFile(BuiltinTool):
         diff = DiffContent(path=str(path), old_text=old, new_text=params.content)
 
         async def run() -> Outcome:
-            await ctx.write(place, old, params.content)
+            change = FileChange(place, old, params.content)
+            await ctx.write_all([change])
             lines = params.content.count("\n") + (0 if params.content.endswith("\n") or not params.content else 1)
             verb = "Created" if old is None else "Overwrote"
-            return Outcome(f"{verb} {path} ({lines} lines).", [diff])
+            return await checked_outcome(ctx, [change], f"{verb} {path} ({lines} lines).", [diff])
 
         location = ToolCallLocation(path=str(path))
         return Prepared(ctx.action("edit", place), self.title(params, ctx), run, [location], [diff])

@@ -409,7 +409,7 @@ async def test_binary_and_non_utf8_files_are_refused_and_untouched(tmp_path: Pat
         )
     )
     async with tool_agent(tmp_path, model, mode="full-auto") as (client, editor, session, work):
-        (work / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+        (work / "image.bin").write_bytes(b"\x7fELF\x02\x01\x00\x00")  # a PNG is read as an image: see test_images
         (work / "latin1.txt").write_bytes("café\n".encode("latin-1"))
         await client.prompt(session, "read")
     results = tool_results(model)

@@ -1,8 +1,12 @@
-"""String-replacement edits of a file's text, in memory: the mechanism behind edit_file.
+"""Edits of a file's text, in memory: the mechanisms behind edit_file and apply_patch.
 
 * `apply`: `Edit`, `EditError` and `apply_edits`, the matching rules (exact, without pasted line-number prefixes,
   whitespace-tolerant when unique) and line endings, all or nothing;
 * `diagnostics`: the "did you mean" of an edit that matched nowhere (the closest regions, with line numbers);
+* `lines`: whole-line matching up to whitespace (line endings, trailing spaces, indentation carried over), the
+  fallback of both tools;
+* `patch`: the apply_patch format parsed into file operations; `hunks`: a patch's hunks applied to one text;
+  `patch_plan`: a whole patch applied to a view of the files, before anything is written;
 * `result`: `EditResult` (the new text, per edit the line ranges where its replacements landed, the model's message
   with a numbered snippet), `EditOutcome`, `LineRange`, `make_snippet`.
 

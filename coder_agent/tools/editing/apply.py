@@ -8,8 +8,10 @@ rules, tried in this order for each edit:
 2. exact after removing `cat -n` / read_file line-number prefixes ("    12\\t") pasted into the edit: only when
    every line of `old_string` has one, and then from the lines of `new_string` that have one;
 3. whitespace-tolerant, whole lines, only if it finds exactly one place: line endings, trailing whitespace and a
-   uniform difference of indentation are ignored, and `new_string` is re-indented by the same difference. The
-   result says that this fallback was used, and how.
+   difference of indentation that carries over (a uniform shift, or tabs for spaces: `lines.find_lenient`) are
+   ignored, and `new_string` is re-indented to match. The result says that this fallback was used, and how;
+4. when old_string and new_string begin (or end) with the same line and that line is nowhere to be found, the
+   same rules without it (context the model got wrong), if enough is left to be telling and it finds one place.
 
 Failures: `old_string == new_string`; an empty `old_string` (allowed only when the text is empty or holds only
 whitespace: the edit then writes `new_string` as the whole text, "write into an empty file"); no match (see
@@ -23,19 +25,17 @@ first line they replace.
 from __future__ import annotations
 
 import bisect
-import re
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coder_agent.errors import CallFailed
 from coder_agent.tools.editing.diagnostics import not_found_message, span_text
+from coder_agent.tools.editing.lines import LineMatch, block_lines, find_lenient, numbered, without_number
 from coder_agent.tools.editing.result import EditOutcome, EditResult, LineRange
 from coder_agent.tools.file_view import split_lines
 
 __all__ = ["Edit", "EditError", "apply_edits"]
-
-_NUMBER_PREFIX = re.compile(r"^ *\d+(?:\t|→)")  # "    12\t" (cat -n, read_file) or "    12→"
-_BARE_NUMBER = re.compile(r"^ *\d+$")  # an empty line whose "\t" was stripped as trailing whitespace
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class _Applied:
     note: str | None = None
 
 
-def _apply_one(work: str, edit: Edit, crlf: bool) -> _Applied:
+def _apply_one(work: str, edit: Edit, crlf: bool, *, trim_edges: bool = True) -> _Applied:
     old, new = edit.old_string, edit.new_string
     if old == new:
         raise EditError(
@@ -141,10 +141,11 @@ def _apply_one(work: str, edit: Edit, crlf: bool) -> _Applied:
             return _exact(work, old, new, positions, edit.replace_all, stripped=True)
 
     lines, starts = _lines_with_starts(work)
-    old_lines = _block_lines(old)
-    matches = _tolerant_matches(lines, old_lines)
+    old_lines = block_lines(old)
+    new_lines = [] if new == "" else block_lines(new)
+    matches = find_lenient(lines, old_lines, new=new_lines)
     if len(matches) == 1:
-        return _tolerant_apply(work, lines, starts, old, old_lines, new, matches[0], stripped is not None)
+        return _tolerant_apply(work, lines, starts, old, old_lines, new_lines, matches[0], stripped is not None)
     if len(matches) > 1:
         where = ", ".join(span_text(m.index + 1, m.index + len(old_lines)) for m in matches[:20])
         more = f" and {len(matches) - 20} more" if len(matches) > 20 else ""
@@ -153,7 +154,47 @@ def _apply_one(work: str, edit: Edit, crlf: bool) -> _Applied:
             f"and line endings it matches {len(matches)} places ({where}{more}), so it is ambiguous. Copy old_string "
             "exactly from the file, adding surrounding lines until it matches only the place you mean."
         )
+    if trim_edges and not edit.replace_all:
+        for shorter_old, shorter_new, which, line in _without_an_edge_line(old, new):
+            try:
+                applied = _apply_one(work, Edit(shorter_old, shorter_new), crlf, trim_edges=False)
+            except EditError:
+                continue
+            ranges = ", ".join(span_text(*_line_span(applied.text, a, b)) for a, b in applied.new_spans)
+            applied.fallback = True
+            applied.note = (
+                f"the {which} line of old_string ({line.strip()[:60]!r}) is not in the file, and it was the same in "
+                f"new_string; the rest matched ({ranges}) and was edited, and that line was left as the file has "
+                "it. Check the snippet below."
+            )
+            return applied
     raise EditError(not_found_message(work, lines, old, old_lines, new, stripped is not None))
+
+
+MIN_EDGE_TRIMMED_CHARS = 12
+"""What must be left of old_string, without whitespace, once a wrong first or last line is set aside."""
+
+
+def _without_an_edge_line(old: str, new: str) -> list[tuple[str, str, str, str]]:
+    """old/new without their first (or last) line, when that line is the same in both (context the model got
+    wrong); (old, new, "first"/"last", the line). Only when enough of old_string is left to be telling."""
+    found: list[tuple[str, str, str, str]] = []
+    old_head, sep, old_rest = old.partition("\n")
+    new_head, new_sep, new_rest = new.partition("\n")
+    if sep and new_sep and old_head == new_head and old_head.strip():
+        found.append((old_rest, new_rest, "first", old_head))
+    body, end = (old[:-1], "\n") if old.endswith("\n") else (old, "")
+    new_body, new_end = (new[:-1], "\n") if new.endswith("\n") and end else (new, "")
+    old_rest, sep, old_tail = body.rpartition("\n")
+    new_rest, new_sep, new_tail = new_body.rpartition("\n")
+    if sep and new_sep and old_tail == new_tail and old_tail.strip():
+        found.append((old_rest + end, new_rest + new_end, "last", old_tail))
+    return [f for f in found if len("".join(f[0].split())) >= MIN_EDGE_TRIMMED_CHARS and f[0] != f[1]]
+
+
+def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
+    first = text.count("\n", 0, start) + 1
+    return first, max(first, text.count("\n", 0, max(start, end - 1)) + 1)
 
 
 def _exact(work: str, old: str, new: str, positions: list[int], replace_all: bool, *, stripped: bool) -> _Applied:
@@ -203,36 +244,18 @@ def _strip_line_numbers(old: str, new: str) -> tuple[str, str] | None:
     """old/new without read_file line-number prefixes, if every line of old has one; else None."""
     old_lines = old.split("\n")
     body = old_lines[:-1] if old_lines[-1] == "" and len(old_lines) > 1 else old_lines
-    if not all(_NUMBER_PREFIX.match(line) or _BARE_NUMBER.match(line) for line in body):
+    if not numbered(body):
         return None
-    if not any(_NUMBER_PREFIX.match(line) for line in body):
-        return None  # plain numbers on every line are content, not prefixes
     new_lines = new.split("\n")
     new_body = new_lines[:-1] if new_lines[-1] == "" and len(new_lines) > 1 else new_lines
-    strip_bare = all(_NUMBER_PREFIX.match(line) or _BARE_NUMBER.match(line) for line in new_body)
+    strip_bare = numbered(new_body) or all(without_number(line) == "" for line in new_body)
     return (
-        "\n".join(_strip_prefix(line, bare=True) for line in old_lines),
-        "\n".join(_strip_prefix(line, bare=strip_bare) for line in new_lines),
+        "\n".join(without_number(line) for line in old_lines),
+        "\n".join(without_number(line, bare=strip_bare) for line in new_lines),
     )
 
 
-def _strip_prefix(line: str, *, bare: bool) -> str:
-    match = _NUMBER_PREFIX.match(line)
-    if match:
-        return line[match.end() :]
-    if bare and _BARE_NUMBER.match(line):
-        return ""
-    return line
-
-
 # --- whitespace-tolerant matching ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Match:
-    index: int  # first line (0-based) of the window in the text
-    file_base: str  # common indentation of the window's non-blank lines
-    old_base: str  # common indentation of old_string's non-blank lines
 
 
 def _lines_with_starts(work: str) -> tuple[list[str], list[int]]:
@@ -248,53 +271,15 @@ def _lines_with_starts(work: str) -> tuple[list[str], list[int]]:
     return lines, starts
 
 
-def _block_lines(block: str) -> list[str]:
-    """The lines of an old/new string: "\\r\\n" as "\\n", a final line ending dropped."""
-    lines = block.replace("\r\n", "\n").split("\n")
-    if len(lines) > 1 and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _common_prefix(strings: list[str]) -> str:
-    """The longest common character prefix (of indentation strings)."""
-    if not strings:
-        return ""
-    low, high = min(strings), max(strings)
-    size = 0
-    while size < len(low) and low[size] == high[size]:
-        size += 1
-    return low[:size]
-
-
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _tolerant_matches(lines: list[str], old_lines: list[str]) -> list[_Match]:
-    """Windows of whole lines equal to old_lines up to line endings, trailing whitespace and a uniform indent."""
-    old_norm = [line.rstrip() for line in old_lines]
-    nonblank = [j for j, line in enumerate(old_norm) if line]
-    if not nonblank:
-        return []
-    old_base = _common_prefix([_indent(old_norm[j]) for j in nonblank])
-    old_rel = [old_norm[j][len(old_base) :] for j in nonblank]
-    old_blank = [not line for line in old_norm]
-    size = len(old_lines)
-    anchor = nonblank[0]
-    anchor_text = old_norm[anchor].strip()
-    matches: list[_Match] = []
-    for i in range(len(lines) - size + 1):
-        if lines[i + anchor].strip() != anchor_text:
-            continue
-        window = [line.rstrip() for line in lines[i : i + size]]
-        if any((not line) != blank for line, blank in zip(window, old_blank, strict=True)):
-            continue
-        file_nonblank = [window[j] for j in nonblank]
-        file_base = _common_prefix([_indent(line) for line in file_nonblank])
-        if all(line[len(file_base) :] == rel for line, rel in zip(file_nonblank, old_rel, strict=True)):
-            matches.append(_Match(i, file_base, old_base))
-    return matches
+def _carried(window: list[str], old_lines: list[str], new_lines: list[str], match: LineMatch) -> list[str]:
+    """new_string's lines as they go into the file: the lines it keeps from old_string as the file has them, the
+    others re-indented as the file indents."""
+    carried = [match.indentation.carry(line) or "" for line in new_lines]
+    kept = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for block in kept.get_matching_blocks():
+        for k in range(block.size):
+            carried[block.b + k] = window[block.a + k].rstrip("\r")
+    return carried
 
 
 def _tolerant_apply(
@@ -303,17 +288,17 @@ def _tolerant_apply(
     starts: list[int],
     old: str,
     old_lines: list[str],
-    new: str,
-    match: _Match,
+    new_lines: list[str],
+    match: LineMatch,
     stripped: bool,
 ) -> _Applied:
     first, last = match.index, match.index + len(old_lines) - 1
     start = starts[first]
     end = starts[last] + len(lines[last]) - (1 if lines[last].endswith("\r") else 0)
     eol = "\r\n" if lines[first].endswith("\r") else "\n"
-    new_lines = [] if new == "" else _reindent(_block_lines(new), match.old_base, match.file_base)
-    if new_lines:
-        replacement = eol.join(new_lines)
+    carried = _carried(lines[first : last + 1], old_lines, new_lines, match)
+    if carried:
+        replacement = eol.join(carried)
     else:  # a deletion of whole lines takes one line ending with it
         replacement = ""
         if last + 1 < len(lines):
@@ -332,11 +317,8 @@ def _tolerant_apply(
         ignored.append("line endings")
     if any(w.rstrip() != w.rstrip("\r") for w in window) or any(o.rstrip() != o.rstrip("\r") for o in old_lines):
         ignored.append("trailing whitespace")
-    if match.file_base != match.old_base:
-        ignored.append(
-            f"indentation (the file's lines are indented {_describe_indent(match.file_base)}, yours "
-            f"{_describe_indent(match.old_base)}; new_string was re-indented to match)"
-        )
+    if match.indentation.changed:
+        ignored.append(f"indentation ({match.indentation.describe()}; new_string was re-indented to match)")
     if not ignored:
         ignored.append("whitespace")
     prefix = "after removing line-number prefixes and " if stripped else "after "
@@ -345,35 +327,6 @@ def _tolerant_apply(
         f"{', '.join(ignored)}. Check the snippet below."
     )
     return applied
-
-
-def _reindent(new_lines: list[str], old_base: str, file_base: str) -> list[str]:
-    if old_base == file_base:
-        return new_lines
-    out: list[str] = []
-    for line in new_lines:
-        if not line.strip():
-            out.append("")
-        elif line.startswith(old_base):
-            out.append(file_base + line[len(old_base) :])
-        elif file_base.startswith(old_base):  # the file is indented more: add the difference
-            out.append(file_base[len(old_base) :] + line)
-        elif old_base.startswith(file_base):  # the model indented more: remove up to the difference
-            cut = min(len(old_base) - len(file_base), len(_indent(line)))
-            out.append(line[cut:])
-        else:
-            out.append(line)
-    return out
-
-
-def _describe_indent(indent: str) -> str:
-    if not indent:
-        return "not at all"
-    if set(indent) == {" "}:
-        return f"{len(indent)} space{'s' if len(indent) != 1 else ''}"
-    if set(indent) == {"\t"}:
-        return f"{len(indent)} tab{'s' if len(indent) != 1 else ''}"
-    return f"{indent!r}"
 
 
 # --- positions -------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import re
 
 from coder_agent.tools.file_view import number_line
 
-__all__ = ["not_found_message", "span_text"]
+__all__ = ["closest_regions", "not_found_message", "span_text"]
 
 _CANDIDATES = 3
 _CANDIDATE_MIN_RATIO = 0.5
@@ -29,7 +29,7 @@ def not_found_message(work: str, lines: list[str], old: str, old_lines: list[str
         "whitespace and line endings."
         + (" (Line-number prefixes were removed from old_string before matching.)" if stripped else "")
     ]
-    candidates = _closest_regions(lines, old_lines)
+    candidates = closest_regions(lines, old_lines)
     if candidates:
         for rank, (ratio, index) in enumerate(candidates):
             first, last = index + 1, index + len(old_lines)
@@ -55,7 +55,7 @@ def not_found_message(work: str, lines: list[str], old: str, old_lines: list[str
     return "\n".join(parts)
 
 
-def _closest_regions(lines: list[str], old_lines: list[str]) -> list[tuple[float, int]]:
+def closest_regions(lines: list[str], old_lines: list[str]) -> list[tuple[float, int]]:
     """Up to 3 non-overlapping windows of len(old_lines) lines most similar to old (difflib ratio, stripped lines).
 
     One-line strings are compared with every line (difflib's quick ratios prune most). Longer ones first shortlist

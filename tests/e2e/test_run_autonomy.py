@@ -1,0 +1,23 @@
+"""`coder-agent run` has no one watching: whatever its mode, the model is told to finish the task on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.headless import run_here
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+async def test_a_run_works_on_its_own_in_any_mode(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    fake_llm.script([Reply("Done."), Reply("Done again.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "--mode", "default", "fix the tests", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    system = fake_llm.requests[0]["messages"][0]["content"]
+    assert "# Working on your own" in system and "Keep going until the task is completely done" in system
+    assert "Ask the user with `ask_user`" not in system
