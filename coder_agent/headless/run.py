@@ -157,7 +157,7 @@ async def _work(
     _apply(manager, saved, options)
     if saved.policy.mode == "auto" and not saved.policy.sandboxed:
         if not options.mode_chosen_for_ci:
-            why = session.services.sandbox_problem
+            why = session.services.sandbox_problem or "sandbox.enabled is off in your config"
             raise InvalidParams(
                 f"--mode auto needs the sandbox, and commands cannot be sandboxed here: {why}. "
                 "Use --mode full-auto to run them with your account's rights."
@@ -166,7 +166,8 @@ async def _work(
         await session.services.bridge.notice(
             "warning",
             "Running read-only",
-            f"In CI the default mode is auto, which needs the sandbox ({session.services.sandbox_problem}); "
+            f"In CI the default mode is auto, which needs the sandbox "
+            f"({session.services.sandbox_problem or 'sandbox.enabled is off in your config'}); "
             "give --mode to choose another.",
         )
     run.mode = saved.policy.mode

@@ -467,3 +467,36 @@ async def test_a_config_problem_is_printed_once(tmp_path: Path, work: Path, fake
     ran = await run(tmp_path, *args, llm=fake_llm)
     assert ran.stderr.count("field 'temperature'") == 1, ran.stderr
     assert ran.code == (0 if where == "project" else 1)  # a broken project file is left out, with a notice
+
+
+async def test_in_ci_the_default_mode_is_auto_inside_the_sandbox(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
+    from coder_agent.sandbox import probe
+
+    if not probe.check().available:
+        pytest.skip(f"no sandbox here: {probe.check().reason}")
+    outside = tmp_path / "outside.txt"
+    leave = f"python3 -c \"open('{outside}', 'w').write('x')\""
+    fake_llm.script([Reply(calls=[Call("run_command", {"command": f"touch made.txt && {leave}"})]), Reply("done")])
+    ran = await run(
+        tmp_path, "--cwd", str(work), "--output-format", "stream-json", "go", llm=fake_llm, env={"CI": "true"}
+    )
+    events = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert events[0]["type"] == "session" and events[0]["mode"] == "auto"
+    assert (work / "made.txt").exists() and not outside.exists()  # ran unasked, inside the walls
+    assert ran.code == 3 and "needs permission" in events[-1]["error"]  # leaving them: no one to ask in CI
+
+
+async def test_auto_without_a_sandbox_is_refused_and_ci_falls_back_to_read_only(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    config = tmp_path / "no-sandbox.toml"
+    config.write_text("[sandbox]\nenabled = false\n")
+    env = {"CODER_AGENT_CONFIG": str(config)}
+    ran = await run_here(tmp_path, "--cwd", str(work), "--mode", "auto", "go", llm=fake_llm, env=env)
+    assert ran.code == 1 and "--mode auto needs the sandbox" in ran.stderr and "--mode full-auto" in ran.stderr
+    assert "sandbox.enabled is off" in ran.stderr
+    fake_llm.script([Reply("looked")])
+    ran = await run_here(
+        tmp_path, "--cwd", str(work), "--output-format", "json", "go", llm=fake_llm, env={**env, "CI": "1"}
+    )
+    assert ran.code == 0 and ran.json()["answer"] == "looked"
