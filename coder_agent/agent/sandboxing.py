@@ -54,8 +54,9 @@ async def open_sandbox(session: Session, store_root: Path | None) -> tuple[Comma
     if sandbox.walls.missing:
         services.notices.append(
             (
-                "Some sandbox paths in your config do not exist",
-                f"Left out of the walls: {', '.join(sandbox.walls.missing)} (sandbox.writable, sandbox.deny_read).",
+                "Some sandbox paths in your config were left out",
+                f"Left out: {', '.join(sandbox.walls.missing)} (sandbox.writable needs folders that exist; paths in "
+                "the [sandbox] section are absolute or start with ~/).",
             )
         )
     return sandbox, None

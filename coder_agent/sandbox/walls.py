@@ -60,7 +60,7 @@ class Walls:
     max_processes: int = 4096
     max_file_bytes: int = 4096 << 20
     missing: tuple[str, ...] = field(default=())
-    """Configured paths that do not exist (left out; said once)."""
+    """Configured paths left out (a writable folder that does not exist, a path that is not absolute; said once)."""
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -103,7 +103,7 @@ class Walls:
         lines = [
             f"writes: {', '.join(show)}",
             "read-only inside them: .git/hooks, .git/config, .coder-agent/",
-            f"reads: everything but {', '.join(_tilde(p, home) for p in self.denied) or 'nothing'}, and /dev",
+            f"reads: everything but {_kept_out_text(self.denied, home)}, and /dev",
         ]
         if self.network == "proxy":
             lines.append(f"network: through the proxy to {', '.join(self.hosts) or 'no host'}; nothing else")
@@ -139,9 +139,9 @@ def build_walls(
     allowed = {_expand(p, home) for p in settings.allow_read}
     defaults = [p for p in DEFAULT_DENY_READ if _expand(p, home) not in allowed]
     denied = [Path(os.path.realpath(_expand(p, home))) for p in defaults]
-    denied += _existing(settings.deny_read, home, missing)
+    denied += _kept_out(settings.deny_read, home, missing)
     denied += [Path(os.path.realpath(p)) for p in agent_paths]
-    kept = tuple(dict.fromkeys(p for p in denied if os.path.lexists(p)))
+    kept = tuple(dict.fromkeys(denied))  # those that do not exist yet too: one made later stays out of reach
     return Walls(
         roots=resolved,
         temp=Path(os.path.realpath(temp)),
@@ -171,6 +171,25 @@ def _existing(raws: list[str], home: Path, missing: list[str]) -> tuple[Path, ..
             continue
         found.append(Path(os.path.realpath(path)))
     return tuple(found)
+
+
+def _kept_out_text(denied: tuple[Path, ...], home: Path) -> str:
+    present = [_tilde(p, home) for p in denied if os.path.lexists(p)]
+    absent = len(denied) - len(present)
+    later = f" (and {absent} more, should they appear)" if absent else ""
+    return (", ".join(present) or "nothing") + later
+
+
+def _kept_out(raws: list[str], home: Path, missing: list[str]) -> list[Path]:
+    """Configured paths to keep out, whether they exist yet or not (one that is not absolute is said once)."""
+    kept: list[Path] = []
+    for raw in raws:
+        path = _expand(raw, home)
+        if path.is_absolute():
+            kept.append(Path(os.path.realpath(path)))
+        else:
+            missing.append(raw)
+    return kept
 
 
 def _tilde(path: Path, home: Path) -> str:

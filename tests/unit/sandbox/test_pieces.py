@@ -69,7 +69,7 @@ def test_walls_of_a_repository(tmp_path: Path) -> None:
     (home / ".ssh").mkdir(parents=True)
     (home / ".npmrc").write_text("token")
     settings = SandboxConfig(
-        writable=[str(tmp_path)], deny_read=["~/secret", "/does/not/exist"], allow_read=["~/.npmrc"]
+        writable=[str(tmp_path), "/does/not/exist"], deny_read=["~/secret", "~/later"], allow_read=["~/.npmrc"]
     )
     (home / "secret").write_text("x")
     walls = build_walls((work,), settings, temp=tmp_path, cache=tmp_path, proxy_socket=None, home=home)
@@ -78,6 +78,7 @@ def test_walls_of_a_repository(tmp_path: Path) -> None:
     assert str(work / ".git") in spec["pin"]
     assert {str(work / ".git/hooks"), str(work / ".git/config"), str(work / ".coder-agent")} <= set(spec["protect"])
     assert str(home / ".ssh") in spec["deny"] and str(home / "secret") in spec["deny"]
+    assert str(home / "later") in spec["deny"] and str(home / ".aws") in spec["deny"]  # kept out should they appear
     assert str(home / ".npmrc") not in spec["deny"]  # allowed back
     assert walls.missing == ("/does/not/exist",)
     assert walls.environment()["TMPDIR"] == str(tmp_path)
