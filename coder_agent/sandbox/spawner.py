@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import ByteSendStream, Process, TaskGroup, UNIXSocketStream
 
 from coder_agent.process import owner_marked, spawn_group, stop_group, watch_group
+from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ class ForkServerSpawner:
         try:
             self._server = await spawn_group(
                 [sys.executable, "-I", "-S", str(ENTER), "--serve", str(theirs.fileno())],
+                env=child_environ(),  # no keys: unlike the agent it is dumpable, and each command gets its own env
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=None,

@@ -133,3 +133,14 @@ async def test_walls_that_cannot_go_up_run_nothing(box: Box, tmp_path: Path) -> 
     done = await anyio.run_process(argv, env={**os.environ, **env}, cwd=box.work, check=False)
     assert done.returncode == 125 and done.stderr.decode().startswith("coder-agent sandbox: joining")
     assert not (box.work / "ran").exists()
+
+
+async def test_the_fork_server_holds_no_key(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not box.served:
+        pytest.skip("the launcher gets the command's own environment")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-0123456789")
+    await box.run("true")  # the server starts here, with the key in the agent's environment
+    spawner = box.sandbox.spawner
+    assert spawner is not None and spawner._server is not None
+    environ = await anyio.Path(f"/proc/{spawner._server.pid}/environ").read_bytes()
+    assert b"sk-ant-secret-value" not in environ and b"ANTHROPIC_API_KEY" not in environ
