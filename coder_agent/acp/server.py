@@ -17,7 +17,7 @@ from typing import Any
 from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
-from coder_agent.acp.presentation import mode_state
+from coder_agent.acp.presentation import mode_state, turn_usage
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
@@ -159,8 +159,11 @@ class AcpServer:
     async def prompt(self, params: Any) -> FollowedBy:
         request = PromptRequest.model_validate(params)
         session = self.manager.get(request.session_id)
-        stop_reason = await self.manager.prompt(session, request.prompt)
-        return FollowedBy(PromptResponse(stop_reason=stop_reason).wire(), lambda: self.manager.prompt_answered(session))
+        report = await self.manager.prompt(session, request.prompt)
+        response = PromptResponse(
+            stop_reason=report.stop_reason, user_message_id=report.user_message_id, usage=turn_usage(report.spent)
+        )
+        return FollowedBy(response.wire(), lambda: self.manager.prompt_answered(session))
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)

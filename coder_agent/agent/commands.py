@@ -36,6 +36,8 @@ class CommandContext:
     turn: Turn
     check: Callable[[Config], None]
     """Raises an RpcError naming the fix unless a config's model and credentials can work (for `/model`)."""
+    user_message_id: str
+    """The id of the command's own user message (a turn it runs is that message's turn)."""
 
     async def say(self, text: str) -> None:
         """Show text from the agent (not the model)."""
@@ -43,7 +45,7 @@ class CommandContext:
 
     async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
         """Run a model turn on this prompt, as if the user had sent it."""
-        return await self.turn.run(prompt)
+        return await self.turn.run(prompt, self.user_message_id)
 
     async def switch_model(self, name: str) -> str:
         """`/model`: show the model and the configured ones, or switch this session to another (from its next

@@ -33,7 +33,6 @@ from coder_agent.protocol.schema import (
     ConfigOptionUpdate,
     CurrentModeUpdate,
     McpServer,
-    StopReason,
 )
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.options import apply_option, config_options
@@ -42,7 +41,7 @@ from coder_agent.session.saver import Saver
 from coder_agent.session.services import SessionServices
 from coder_agent.session.session import Session
 from coder_agent.session.state import SessionState
-from coder_agent.session.turn_runner import TurnRunner
+from coder_agent.session.turn_runner import TurnReport, TurnRunner
 from coder_agent.store import (
     InvalidSessionId,
     SessionNotFound,
@@ -144,7 +143,7 @@ class SessionManager:
             checkpoints=Checkpoints(cwd, session_id=session_id),
         )
         services = SessionServices(
-            bridge=RedactingBridge(client, state.replay),
+            bridge=RedactingBridge(client, state.replay, state.mark_message),
             tasks=self.tasks,
             notices=[("The project config was left out", problem) for problem in problems],
         )
@@ -183,8 +182,14 @@ class SessionManager:
             raise ResourceNotFound(f"Session not found: {session_id}", {"sessionId": session_id})
         return session
 
-    async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
-        return await session.run_turn(lambda: self.runner.run_turn(session, prompt))
+    async def prompt(
+        self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport | None = None
+    ) -> TurnReport:
+        """Run the prompt's turn (after any before it); its report (`report`, if given: it is filled in as the turn
+        goes, so it holds what was spent even if the caller is cancelled), stop reason included."""
+        report = report or TurnReport()
+        report.stop_reason = await session.run_turn(lambda: self.runner.run_turn(session, prompt, report))
+        return report
 
     async def prompt_answered(self, session: Session) -> None:
         """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""

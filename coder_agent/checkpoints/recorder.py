@@ -64,6 +64,11 @@ class Checkpoints:
         self._turn: _OpenTurn | None = None
         self._lock = anyio.Lock()
 
+    @property
+    def current_turn(self) -> str | None:
+        """The id of the turn being recorded, or None between turns."""
+        return self._turn.turn_id if self._turn is not None else None
+
     def begin_turn(self, turn_id: str) -> None:
         """Start recording a turn; a turn still open is ended first (its checkpoint kept)."""
         if self._turn is not None:

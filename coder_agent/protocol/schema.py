@@ -5,6 +5,7 @@ Only what coder-agent sends or reads is modelled; `tests/acp_schema/schema.json`
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -250,8 +251,22 @@ class PromptRequest(SessionRequest):
     prompt: list[ContentBlock]
 
 
+class TurnUsage(AcpModel):
+    """The tokens of a prompt's turn (ACP's unstable `Usage`); input counts every input token, the cached ones too."""
+
+    total_tokens: int
+    input_tokens: int
+    output_tokens: int
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+
+
 class PromptResponse(AcpModel):
     stop_reason: StopReason
+    user_message_id: str | None = None
+    """The id the prompt's user message got (its `user_message_chunk`s carry it; the message-id RFD)."""
+    usage: TurnUsage | None = None
+    """What the turn's model calls used (unstable in ACP); its cost is in `_meta`."""
 
 
 class CancelNotification(SessionRequest):
@@ -274,22 +289,32 @@ class SetSessionConfigOptionResponse(AcpModel):
 # ---- session/update -----------------------------------------------------------------------------
 
 
+def new_message_id() -> str:
+    """A fresh `messageId`: every chunk of one message carries the same one (a UUID, as clients expect)."""
+    return str(uuid.uuid4())
+
+
 class UserMessageChunk(AcpModel):
     session_update: Literal["user_message_chunk"] = "user_message_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
+    """Every chunk we send names its message (ACP's `messageId`, optional on the wire, always set by us)."""
 
 
 class AgentMessageChunk(AcpModel):
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
 
 
 class AgentThoughtChunk(AcpModel):
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
+    """A thought is a message of its own: never the id of the answer it comes with."""
+
+
+MessageChunk = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk
 
 
 class ToolCallStart(AcpModel):

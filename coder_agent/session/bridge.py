@@ -65,6 +65,10 @@ class ClientBridge(Protocol):
         """Tell the user something live (a retry, a server that failed); never replayed."""
         ...
 
+    async def turn_starting(self) -> None:
+        """A model turn is about to begin: say now what the user should read before its answer (once)."""
+        ...
+
     async def read_text_file(
         self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
     ) -> str:

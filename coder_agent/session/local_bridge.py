@@ -81,6 +81,9 @@ class LocalBridge:
 
         await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
 
+    async def turn_starting(self) -> None:
+        return None
+
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
         answer = await self.answer(call, choices)
         return None if answer is None else chosen(choices, answer)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from coder_agent import secrets
 from coder_agent.checkpoints import Checkpoints, TurnCheckpoint
@@ -19,7 +20,7 @@ from coder_agent.config import Config, ReasoningEffort
 from coder_agent.model.base import Message
 from coder_agent.permissions import ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.session.call_repair import INTERRUPTED_RESULT
-from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.conversation import Conversation, Mark, Spending
 from coder_agent.session.replay import ReplayLog
 from coder_agent.store import SessionRecord, utc_now
 
@@ -90,6 +91,10 @@ class SessionState:
             self.policy.mode = self.stored_mode
         self.stored_mode = None
 
+    def mark_message(self, message_id: str) -> None:
+        """A message was shown: the conversation notes where it ends (a fork can start there)."""
+        self.conversation.mark(message_id, self.checkpoints.current_turn)
+
     # ---- stored form ----------------------------------------------------------------------------
 
     def to_record(self) -> SessionRecord:
@@ -113,6 +118,7 @@ class SessionState:
             allow_rules=[str(r) for r in policy.session_allow],
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
+            marks={key: [mark.end, mark.turn] for key, mark in self.conversation.marks.items()},
         )
 
     def conversation_record(self) -> list[Message]:
@@ -134,7 +140,7 @@ class SessionState:
         self.created_at = record.created_at
         messages = list(record.messages)
         system = messages.pop(0) if messages and messages[0].get("role") == SYSTEM_ROLE else None
-        self.conversation = Conversation(messages, record.context_tokens)
+        self.conversation = Conversation(messages, record.context_tokens, marks=_marks(record.marks, len(messages)))
         if system is not None:
             environment = system.get(ENVIRONMENT_KEY) or {}
             prompt = str(system.get("content") or "")
@@ -160,3 +166,13 @@ class SessionState:
                 self.checkpoints.restore([TurnCheckpoint.from_dict(c) for c in record.checkpoints])
             except ValueError:
                 log.warning("session %s: ignoring malformed undo checkpoints", self.id)
+
+
+def _marks(stored: dict[str, list[Any]], length: int) -> dict[str, Mark]:
+    """The stored marks that make sense for a history of `length` messages (others are left out)."""
+    marks: dict[str, Mark] = {}
+    for message_id, value in stored.items():
+        match value:
+            case [int() as end, str() | None as turn] if 0 <= end <= length:
+                marks[message_id] = Mark(end, turn)
+    return marks

@@ -92,6 +92,9 @@ class SessionRecord(BaseModel):
     """Permissions remembered for this session."""
     checkpoints: list[dict[str, Any]] = Field(default_factory=list)
     """Undo data, opaque to the store."""
+    marks: dict[str, list[Any]] = Field(default_factory=dict)
+    """Where each message shown ends in `messages` (message id -> [end, turn id]), for `session/fork`; opaque to
+    the store."""
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -107,6 +110,9 @@ class SessionSummary(BaseModel):
     title: str | None = None
     updated_at: str
     additional_directories: list[str] = Field(default_factory=list)
+    prompted: bool = True
+    """False for a session that was opened and never prompted (nothing to show): listing leaves it out. Sidecars
+    written before this field existed say nothing, and count as prompted."""
 
     @field_validator("updated_at")
     @classmethod
@@ -121,6 +127,7 @@ class SessionSummary(BaseModel):
             title=record.title,
             updated_at=record.updated_at,
             additional_directories=list(record.additional_directories),
+            prompted=bool(record.messages or record.events or record.title),
         )
 
 
@@ -184,6 +191,7 @@ def parse_summary(path: Path, session_id: str, data: bytes) -> SessionSummary:
         title=summary.title,
         updated_at=summary.updated_at,
         additional_directories=summary.additional_directories,
+        prompted=summary.prompted,
     )
 
 
