@@ -33,7 +33,14 @@ def agent_capabilities() -> dict[str, Any]:
         "loadSession": True,
         "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "mcpCapabilities": {"http": transports["http"], "sse": transports["sse"]},
-        "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}, "additionalDirectories": {}},
+        "sessionCapabilities": {
+            "list": {},
+            "delete": {},
+            "resume": {},
+            "close": {},
+            "additionalDirectories": {},
+            "systemPrompt": {"mode": {"override": {}}},
+        },
     }
 
 

@@ -21,6 +21,7 @@ from coder_agent.acp.presentation import mode_state, turn_usage
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
+from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
@@ -39,8 +40,10 @@ from coder_agent.protocol.schema import (
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
+    SystemPrompt,
 )
 from coder_agent.rpc import FollowedBy
+from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.options import config_options
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
@@ -48,6 +51,9 @@ from coder_agent.store import InvalidCursor
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+SYSTEM_PROMPT_MODES = ("append", "override")
+"""The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
 
 class AcpServer:
@@ -108,14 +114,16 @@ class AcpServer:
     async def new_session(self, params: Any) -> FollowedBy:
         request = NewSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.create(cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.create(cwd, extra, request.mcp_servers, self._client, addition)
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
 
     async def load_session(self, params: Any) -> FollowedBy:
         request = LoadSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
         for event in session.state.replay.replayed(compaction=compaction):
@@ -125,7 +133,8 @@ class AcpServer:
     async def resume_session(self, params: Any) -> FollowedBy:
         request = ResumeSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
@@ -187,6 +196,26 @@ class AcpServer:
 
 def _session_state(session: Session) -> dict[str, Any]:
     return {"modes": mode_state(session.state.policy.mode), "config_options": config_options(session.state)}
+
+
+def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None:
+    """The client's `systemPrompt` as the session's instructions (None: keep what the session has); InvalidParams
+    naming the field for a mode or a block this agent cannot take, or empty instructions."""
+    if system_prompt is None:
+        return None
+    if system_prompt.mode not in SYSTEM_PROMPT_MODES:
+        raise InvalidParams(
+            f"Invalid params: systemPrompt.mode: {system_prompt.mode!r} is not supported; use append or override"
+        )
+    texts: list[str] = []
+    for i, block in enumerate(system_prompt.content):
+        if not isinstance(block, TextContent):
+            raise InvalidParams(f"Invalid params: systemPrompt.content.{i}: only text blocks are supported")
+        texts.append(block.text.strip())
+    text = "\n\n".join(t for t in texts if t)
+    if not text:
+        raise InvalidParams("Invalid params: systemPrompt.content: the instructions are empty")
+    return SystemPromptAddition(text, replaces=system_prompt.mode == "override")
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

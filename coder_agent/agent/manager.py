@@ -35,6 +35,7 @@ from coder_agent.protocol.schema import (
     McpServer,
 )
 from coder_agent.session.bridge import ClientBridge
+from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.options import apply_option, config_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -71,11 +72,18 @@ class SessionManager:
     # ---- opening ------------------------------------------------------------------------------
 
     async def create(
-        self, cwd: Path, additional_directories: list[Path], mcp_servers: Sequence[McpServer], client: ClientFactory
+        self,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientFactory,
+        addition: SystemPromptAddition | None = None,
     ) -> Session:
-        """A new session, saved at once (so it can be resumed before its first prompt)."""
+        """A new session, with its own instructions if given, saved at once (so it can be resumed before its first
+        prompt)."""
         session_id = f"sess_{uuid.uuid4().hex}"
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id))
+        session.state.set_system_prompt_addition(addition)
         session.save_soon()
         log.info("session %s opened in %s", session.id, cwd)
         return session
@@ -87,13 +95,18 @@ class SessionManager:
         additional_directories: list[Path],
         mcp_servers: Sequence[McpServer],
         client: ClientFactory,
+        addition: SystemPromptAddition | None = None,
     ) -> Session:
-        """A stored session, live again (replacing the same session if it is open)."""
+        """A stored session, live again (replacing the same session if it is open); with `addition`, its own
+        instructions are these from now on (None keeps those it was stored with)."""
         record = await self._load_record(session_id)
         previous = self.sessions.pop(session_id, None)
         if previous is not None:
             await previous.aclose()  # replaced: its turn, terminals and MCP servers end here
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), record)
+        if addition is not None and addition != session.state.system_prompt_addition:
+            session.state.set_system_prompt_addition(addition)
+            session.save_soon()
         log.info("session %s reopened (%d messages)", session.id, len(record.messages))
         return session
 

@@ -1,10 +1,11 @@
 """What the model is told about where it works: a system prompt fixed per conversation, and short updates.
 
 The system prompt (`prompts/system.md`: how to work, and the environment as it was when the conversation
-began — folder, OS, date, permission mode, git state, AGENTS.md files) is built once per conversation and
-stored with the session, so every request of a session starts with the same bytes and a provider's
-prompt cache can serve them. It is rebuilt only when the conversation restarts: `/clear`, `/compact` (or
-an automatic compaction) and a model switch.
+began — folder, OS, date, permission mode, git state, AGENTS.md files — then the session's own instructions, a
+`SystemPromptAddition`, which may instead replace how to work) is built once per conversation and stored with
+the session, so every request of a session starts with the same bytes and a provider's prompt cache can serve
+them. It is rebuilt only when the conversation restarts: `/clear`, `/compact` (or an automatic compaction), a
+model switch, and new instructions for the session.
 
 What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode —
 reaches the model as a short user message (`prompts/environment_update.md`) placed before the user's next
@@ -66,7 +67,7 @@ async def prepare(ctx: TurnContext) -> None:
         return
     env = await _describe(ctx)
     if ctx.conversation.system is None:
-        _fix(ctx.conversation, env, ctx.policy.mode)
+        _fix(ctx, env)
 
 
 async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
@@ -77,7 +78,7 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     mode = ctx.policy.mode
     env = await _describe(ctx)
     if conversation.system is None:
-        _fix(conversation, env, mode)
+        _fix(ctx, env)
         return system_message(conversation), None
     now = facts(env, mode)
     changed = changes(conversation.environment, now)
@@ -94,9 +95,16 @@ async def current_system_message(ctx: TurnContext) -> Message:
     return system_message(ctx.conversation)
 
 
-def _fix(conversation: Conversation, env: workspace.Environment, mode: str) -> None:
-    system = prompts.render("system.md", **env.template_values(), mode=mode_text(mode))
-    conversation.fix_prompt(system, facts(env, mode))
+def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
+    mode, addition = ctx.policy.mode, ctx.system_prompt_addition
+    system = prompts.render(
+        "system.md",
+        **env.template_values(),
+        mode=mode_text(mode),
+        replaced_instructions=addition.text if addition is not None and addition.replaces else None,
+        added_instructions=addition.text if addition is not None and not addition.replaces else None,
+    )
+    ctx.conversation.fix_prompt(system, facts(env, mode))
 
 
 async def _describe(ctx: TurnContext) -> workspace.Environment:

@@ -97,6 +97,8 @@ class SessionCapabilities(AcpModel):
     resume: dict[str, Any] | None = None
     close: dict[str, Any] | None = None
     additional_directories: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+    system_prompt: dict[str, Any] | None = None
 
 
 class AgentCapabilities(AcpModel):
@@ -163,10 +165,19 @@ class McpServerSse(AcpModel):
 McpServer = Annotated[McpServerStdio | McpServerHttp | McpServerSse, Field(union_mode="left_to_right")]
 
 
+class SystemPrompt(AcpModel):
+    """The client's instructions for a session (unstable `systemPrompt`): `append` to the agent's own, or
+    `override` them; content is text blocks (checked by the agent, which names what it cannot take)."""
+
+    mode: str
+    content: list[ContentBlock]
+
+
 class NewSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
 
 
 class SessionMode(AcpModel):
@@ -209,6 +220,7 @@ class LoadSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -216,6 +228,14 @@ class ResumeSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
+
+
+class ForkSessionRequest(ResumeSessionRequest):
+    """`session/fork` (unstable): a new session from another's history, whole or up to a message (`messageId`,
+    the RFD session-fork-at-message: inclusive)."""
+
+    message_id: str | None = None
 
 
 class LoadSessionResponse(AcpModel):

@@ -1,5 +1,6 @@
 """`Conversation`: what the model has been told and answered (OpenAI-style messages, the system prompt apart),
-and `Spending`: what the session's model calls cost.
+`Spending`: what the session's model calls cost, and `SystemPromptAddition`: the session's own instructions,
+which the system prompt is built with.
 
 Both are part of a session's saved state and change only through their methods here: the turn appends to the
 history and repairs it, a compaction replaces it, `/clear` empties it, and the metered model (`agent.metering`)
@@ -16,9 +17,30 @@ can no longer be forked at), and a cut moves the marks beyond it back to it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from coder_agent.model.base import Message, Usage
 from coder_agent.session.call_repair import answer_pending_calls
+
+
+@dataclass(frozen=True)
+class SystemPromptAddition:
+    """Instructions a session was given for its system prompt (by the editor: ACP's `systemPrompt`; or the command
+    line): added after the agent's own, or, with `replaces`, in place of its instructions on how to work (the
+    environment, the project's AGENTS.md files, the tools and the permission rules stay)."""
+
+    text: str
+    replaces: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "mode": "override" if self.replaces else "append"}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SystemPromptAddition | None:
+        """The stored form back; None for anything else (a record without one, or a malformed one)."""
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str) or not data["text"].strip():
+            return None
+        return cls(data["text"], replaces=data.get("mode") == "override")
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ class Session:
             checkpoints=state.checkpoints,
             conversation=state.conversation,
             spending=state.spending,
+            system_prompt_addition=state.system_prompt_addition,
             mcp=services.mcp,
             tasks=services.tasks,
             save_soon=self.save_soon,

@@ -20,7 +20,7 @@ from coder_agent.config import Config, ReasoningEffort
 from coder_agent.model.base import Message
 from coder_agent.permissions import ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.session.call_repair import INTERRUPTED_RESULT
-from coder_agent.session.conversation import Conversation, Mark, Spending
+from coder_agent.session.conversation import Conversation, Mark, Spending, SystemPromptAddition
 from coder_agent.session.replay import ReplayLog
 from coder_agent.store import SessionRecord, utc_now
 
@@ -53,6 +53,8 @@ class SessionState:
     saved mid-run, then reopened after a crash, must not come back in the run's mode)."""
     stored_model: str | None = None
     """The model saved instead of the one in force (`coder-agent run --resume ID --model M`: M is for the run)."""
+    system_prompt_addition: SystemPromptAddition | None = None
+    """The session's own instructions, built into its system prompt (stored with it)."""
 
     @property
     def roots(self) -> list[Path]:
@@ -79,6 +81,14 @@ class SessionState:
     def set_config(self, config: Config) -> None:
         """A config of this session's own (a run's model and request limit); checked by the caller."""
         self.config = config
+
+    def set_system_prompt_addition(self, addition: SystemPromptAddition | None) -> None:
+        """Give the session its own instructions (None: none); a change rebuilds the system prompt at the next turn
+        (a prompt already built said otherwise), the same one keeps it, so the prompt cache holds."""
+        if addition == self.system_prompt_addition:
+            return
+        self.system_prompt_addition = addition
+        self.conversation.restart_prompt()
 
     def store_instead(self, *, mode: ModeName | None, model: str | None) -> None:
         """Save this mode and model instead of those in force (None: save what is in force)."""
@@ -119,6 +129,7 @@ class SessionState:
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
             marks={key: [mark.end, mark.turn] for key, mark in self.conversation.marks.items()},
+            system_prompt=_redacted(self.system_prompt_addition),
         )
 
     def conversation_record(self) -> list[Message]:
@@ -147,6 +158,7 @@ class SessionState:
             if prompt:
                 self.conversation.fix_prompt(prompt, {str(k): str(v) for k, v in environment.items()})
         self.spending = Spending(cost=record.cost)
+        self.system_prompt_addition = SystemPromptAddition.from_dict(record.system_prompt)
         self.replay.load(record.events)
         calls, compactions = self.replay.repair()
         if self.conversation.answer_pending(INTERRUPTED_RESULT) + calls:
@@ -176,3 +188,9 @@ def _marks(stored: dict[str, list[Any]], length: int) -> dict[str, Mark]:
             case [int() as end, str() | None as turn] if 0 <= end <= length:
                 marks[message_id] = Mark(end, turn)
     return marks
+
+
+def _redacted(addition: SystemPromptAddition | None) -> dict[str, Any] | None:
+    if addition is None:
+        return None
+    return {**addition.to_dict(), "text": secrets.redact(addition.text)}

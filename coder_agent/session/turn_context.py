@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
 from coder_agent.permissions import PermissionPolicy
-from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.conversation import Conversation, Spending, SystemPromptAddition
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
 
@@ -44,6 +44,8 @@ class TurnContext:
     checkpoints: Checkpoints
     conversation: Conversation
     spending: Spending
+    system_prompt_addition: SystemPromptAddition | None
+    """The session's own instructions, for the system prompt when it is built."""
     mcp: McpHub | None
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""

@@ -92,6 +92,9 @@ class SessionRecord(BaseModel):
     """Permissions remembered for this session."""
     checkpoints: list[dict[str, Any]] = Field(default_factory=list)
     """Undo data, opaque to the store."""
+    system_prompt: dict[str, Any] | None = None
+    """The session's own instructions for its system prompt (`text`, `mode`: append or override); opaque to the
+    store."""
     marks: dict[str, list[Any]] = Field(default_factory=dict)
     """Where each message shown ends in `messages` (message id -> [end, turn id]), for `session/fork`; opaque to
     the store."""
