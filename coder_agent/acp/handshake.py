@@ -39,6 +39,7 @@ def agent_capabilities() -> dict[str, Any]:
             "resume": {},
             "close": {},
             "additionalDirectories": {},
+            "fork": {"atMessageId": True},
             "systemPrompt": {"mode": {"override": {}}},
         },
     }

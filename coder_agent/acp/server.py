@@ -26,6 +26,7 @@ from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
+    ForkSessionRequest,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
@@ -71,6 +72,7 @@ class AcpServer:
             "session/set_config_option": self.set_config_option,
             "session/load": self.load_session,
             "session/resume": self.resume_session,
+            "session/fork": self.fork_session,
             "session/list": self.list_sessions,
             "session/close": self.close_session,
             "session/delete": self.delete_session,
@@ -136,6 +138,18 @@ class AcpServer:
         addition = _addition(request.system_prompt)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
+
+    async def fork_session(self, params: Any) -> FollowedBy:
+        """`session/fork` (unstable): a new session from another's history, whole or up to a message; answered like
+        `session/new` (the client already shows that history: it is not replayed)."""
+        request = ForkSessionRequest.model_validate(params)
+        cwd, extra = _folders(request.cwd, request.additional_directories)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.fork(
+            request.session_id, cwd, extra, request.mcp_servers, self._client, request.message_id, addition
+        )
+        response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
+        return FollowedBy(response, lambda: self.manager.ready(session))
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         request = ListSessionsRequest.model_validate(params or {})

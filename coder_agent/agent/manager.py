@@ -25,7 +25,7 @@ from coder_agent.agent import commands, system_prompt
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.errors import InternalError, ResourceNotFound
+from coder_agent.errors import InternalError, InvalidParams, ResourceNotFound
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
@@ -36,6 +36,7 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
+from coder_agent.session.fork import ForkPointUnknown, fork_record
 from coder_agent.session.options import apply_option, config_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -97,8 +98,11 @@ class SessionManager:
         client: ClientFactory,
         addition: SystemPromptAddition | None = None,
     ) -> Session:
-        """A stored session, live again (replacing the same session if it is open); with `addition`, its own
-        instructions are these from now on (None keeps those it was stored with)."""
+        """A stored session, live again (replacing the same session if it is open, as it is now); with `addition`,
+        its own instructions are these from now on (None keeps those it was stored with)."""
+        open_here = self.sessions.get(session_id)
+        if open_here is not None:
+            await open_here.flush()
         record = await self._load_record(session_id)
         previous = self.sessions.pop(session_id, None)
         if previous is not None:
@@ -108,6 +112,42 @@ class SessionManager:
             session.state.set_system_prompt_addition(addition)
             session.save_soon()
         log.info("session %s reopened (%d messages)", session.id, len(record.messages))
+        return session
+
+    async def fork(
+        self,
+        source_id: str,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientFactory,
+        message_id: str | None = None,
+        addition: SystemPromptAddition | None = None,
+    ) -> Session:
+        """A new session with the history of `source_id` (open here, as it is now, or stored), whole or up to and
+        including `message_id`, and the undo checkpoints up to there (their blobs its own); saved at once.
+        InvalidParams if the session cannot be forked at that message. The source is left as it was."""
+        source = self.sessions.get(source_id)
+        if source is not None:
+            record, checkpoints = source.state.to_record(), source.state.checkpoints
+        else:
+            record = await self._load_record(source_id)
+            checkpoints = Checkpoints(Path(record.cwd), session_id=source_id)
+        session_id = f"sess_{uuid.uuid4().hex}"
+        try:
+            forked = fork_record(record, session_id, message_id)
+        except ForkPointUnknown as exc:
+            raise InvalidParams(f"Invalid params: messageId: {exc}", {"messageId": message_id}) from None
+        session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), forked)
+        state = session.state
+        await state.checkpoints.copy_blobs_from(checkpoints)
+        if cwd != Path(record.cwd):
+            state.restart_prompt()  # the system prompt said where the source worked
+        if addition is not None:
+            state.set_system_prompt_addition(addition)
+        session.save_soon()
+        await session.flush()  # stored before the client has its id: any agent can load it at once
+        log.info("session %s forked from %s", session_id, source_id)
         return session
 
     async def ready(self, session: Session) -> None:

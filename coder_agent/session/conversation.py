@@ -52,6 +52,17 @@ class Mark:
     turn: str | None
     """The undo checkpoints' turn it was shown in (None outside a model turn)."""
 
+    def stored(self) -> list[Any]:
+        return [self.end, self.turn]
+
+    @classmethod
+    def from_stored(cls, value: Any, length: int) -> Mark | None:
+        """A stored mark back, if it makes sense for a history of `length` messages; else None."""
+        match value:
+            case [int() as end, str() | None as turn] if not isinstance(end, bool) and 0 <= end <= length:
+                return cls(end, turn)
+        return None
+
 
 @dataclass
 class Conversation:

@@ -82,6 +82,11 @@ class SessionState:
         """A config of this session's own (a run's model and request limit); checked by the caller."""
         self.config = config
 
+    def restart_prompt(self) -> None:
+        """Have the next turn build the system prompt anew (the environment it describes is not the one it was
+        built in: a fork that works elsewhere)."""
+        self.conversation.restart_prompt()
+
     def set_system_prompt_addition(self, addition: SystemPromptAddition | None) -> None:
         """Give the session its own instructions (None: none); a change rebuilds the system prompt at the next turn
         (a prompt already built said otherwise), the same one keeps it, so the prompt cache holds."""
@@ -128,7 +133,7 @@ class SessionState:
             allow_rules=[str(r) for r in policy.session_allow],
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
-            marks={key: [mark.end, mark.turn] for key, mark in self.conversation.marks.items()},
+            marks={key: mark.stored() for key, mark in self.conversation.marks.items()},
             system_prompt=_redacted(self.system_prompt_addition),
         )
 
@@ -182,12 +187,8 @@ class SessionState:
 
 def _marks(stored: dict[str, list[Any]], length: int) -> dict[str, Mark]:
     """The stored marks that make sense for a history of `length` messages (others are left out)."""
-    marks: dict[str, Mark] = {}
-    for message_id, value in stored.items():
-        match value:
-            case [int() as end, str() | None as turn] if 0 <= end <= length:
-                marks[message_id] = Mark(end, turn)
-    return marks
+    marks = {message_id: Mark.from_stored(value, length) for message_id, value in stored.items()}
+    return {message_id: mark for message_id, mark in marks.items() if mark is not None}
 
 
 def _redacted(addition: SystemPromptAddition | None) -> dict[str, Any] | None:
