@@ -99,6 +99,8 @@ class AcpClientBridge:
         session = capabilities.session
         self.supports_compaction_updates = session is not None and session.compaction is not None
         self.supports_notices = session is not None and session.notices is not None
+        options = session.config_options if session is not None else None
+        self.supports_boolean_options = options is not None and options.boolean is not None
         elicitation = capabilities.elicitation
         self.supports_forms = elicitation is not None and elicitation.form is not None
         self.supports_urls = elicitation is not None and elicitation.url is not None

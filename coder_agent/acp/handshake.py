@@ -26,6 +26,11 @@ ENV_AUTH_METHOD = {
 }
 
 
+STEERING_METHOD = "_session/steering"
+"""The steering extension of Claude's adapter and codex-acp, advertised as they do: `_meta.steering.supported`."""
+STEERING_META = {"steering": {"supported": True}}
+
+
 def agent_capabilities() -> dict[str, Any]:
     """What this agent implements, and nothing more."""
     transports = supported_transports()
@@ -60,6 +65,7 @@ def initialize(params: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "agentCapabilities": agent_capabilities(),
         "authMethods": [ENV_AUTH_METHOD],
         "agentInfo": AGENT_INFO,
+        "_meta": STEERING_META,
     }
     return result, capabilities if isinstance(capabilities, dict) else {}
 

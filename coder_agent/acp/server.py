@@ -41,11 +41,13 @@ from coder_agent.protocol.schema import (
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
+    SteeringRequest,
+    SteeringResponse,
     SystemPrompt,
 )
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.conversation import SystemPromptAddition
-from coder_agent.session.options import config_options
+from coder_agent.session.options import session_options
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
 
@@ -53,6 +55,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Any]]
 
+STEERING_METHOD = handshake.STEERING_METHOD
 SYSTEM_PROMPT_MODES = ("append", "override")
 """The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
@@ -76,6 +79,7 @@ class AcpServer:
             "session/list": self.list_sessions,
             "session/close": self.close_session,
             "session/delete": self.delete_session,
+            STEERING_METHOD: self.steer,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -188,6 +192,21 @@ class AcpServer:
         )
         return FollowedBy(response.wire(), lambda: self.manager.prompt_answered(session))
 
+    async def steer(self, params: Any) -> dict[str, Any]:
+        """`_session/steering`: a message for the turn in flight, which the model reads at its next request."""
+        request = SteeringRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        steering = (request.meta or {}).get("steering")
+        idle = steering.get("idleBehavior") if isinstance(steering, dict) else None
+        steered = await self.manager.steer(session, request.prompt, prompt_required=idle == "promptRequired")
+        if steered.outcome == "taken":
+            response = SteeringResponse(outcome="injected", message_id=steered.message_id)
+        elif steered.outcome == "started":
+            response = SteeringResponse(outcome="startedNewTurn")
+        else:
+            response = SteeringResponse(outcome="promptRequired", reason="noRunningTurn")
+        return response.wire()
+
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)
         session = self.manager.get(request.session_id)
@@ -200,7 +219,7 @@ class AcpServer:
         request = SetSessionConfigOptionRequest.model_validate(params)
         session = self.manager.get(request.session_id)
         await self.manager.set_option(session, request.config_id, request.value)
-        return SetSessionConfigOptionResponse(config_options=config_options(session.state)).wire()
+        return SetSessionConfigOptionResponse(config_options=session_options(session)).wire()
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -209,7 +228,7 @@ class AcpServer:
 
 
 def _session_state(session: Session) -> dict[str, Any]:
-    return {"modes": mode_state(session.state.policy.mode), "config_options": config_options(session.state)}
+    return {"modes": mode_state(session.state.policy.mode), "config_options": session_options(session)}
 
 
 def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None:

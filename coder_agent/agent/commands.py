@@ -24,7 +24,7 @@ from coder_agent.errors import RpcError
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.options import config_options
+from coder_agent.session.options import session_options
 from coder_agent.session.session import Session
 
 
@@ -61,7 +61,7 @@ class CommandContext:
         except RpcError as exc:
             return f"Cannot switch to `{name}`: {exc.message}\n"
         state.set_model(name)
-        await self.session.services.bridge.update(ConfigOptionUpdate(config_options=config_options(state)))
+        await self.session.services.bridge.update(ConfigOptionUpdate(config_options=session_options(self.session)))
         return f"Switched this session to `{name}`.\n"
 
 

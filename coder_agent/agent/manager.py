@@ -15,7 +15,9 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,7 +27,7 @@ from coder_agent.agent import commands, system_prompt
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.errors import InternalError, InvalidParams, ResourceNotFound
+from coder_agent.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound, RpcError
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
@@ -37,7 +39,7 @@ from coder_agent.protocol.schema import (
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.fork import ForkPointUnknown, fork_record
-from coder_agent.session.options import apply_option, config_options
+from coder_agent.session.options import apply_option, session_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
 from coder_agent.session.services import SessionServices
@@ -58,6 +60,15 @@ log = logging.getLogger(__name__)
 MCP_CONNECT_TIMEOUT = 20.0
 
 ClientFactory = Callable[[str], ClientBridge]
+
+
+@dataclass(frozen=True)
+class Steered:
+    """What became of a message sent while a turn may be running: `taken` into it (its user message's id),
+    `started` a turn of its own, or `no_turn` to take it (the client sends it as a prompt)."""
+
+    outcome: Literal["taken", "started", "no_turn"]
+    message_id: str | None = None
 
 
 class SessionManager:
@@ -244,20 +255,50 @@ class SessionManager:
         report.stop_reason = await session.run_turn(lambda: self.runner.run_turn(session, prompt, report))
         return report
 
+    async def steer(self, session: Session, prompt: Sequence[ContentBlock], *, prompt_required: bool) -> Steered:
+        """A message the user sent while a turn may be running: into that turn, at its next model request (`taken`,
+        once it is in the conversation). With no turn to take it (none runs, or it ended first), `prompt_required`
+        leaves the message to the client (`no_turn`), else it starts a turn of its own in the background
+        (`started`), which session/cancel cancels like any other. RequestCancelled if the turn it waited for was
+        cancelled: it never reached the model."""
+        steer = session.services.steering.offer(prompt)
+        if steer is not None:
+            await steer.settled.wait()
+            if steer.outcome == "taken":
+                return Steered("taken", steer.message_id)
+            if steer.outcome == "cancelled":
+                raise RequestCancelled("The turn was cancelled before the message reached the model; it was not sent.")
+        if prompt_required:
+            return Steered("no_turn")
+        self.tasks.start_soon(self._steered_turn, session, prompt)
+        return Steered("started")
+
+    async def _steered_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> None:
+        """A turn started by a message sent while none ran: no prompt request answers for it."""
+        try:
+            await self.prompt(session, prompt)
+        except RpcError as exc:
+            await session.services.bridge.notice("error", "The message could not be answered", exc.message)
+        except Exception:
+            log.exception("session %s: a turn started by a message sent meanwhile failed", session.id)
+        finally:
+            session.response_sent()
+
     async def prompt_answered(self, session: Session) -> None:
         """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""
         session.response_sent()
 
-    async def set_option(self, session: Session, config_id: str, value: str) -> None:
-        """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
-        if not apply_option(session.state, config_id, value):
+    async def set_option(self, session: Session, config_id: str, value: str | bool) -> None:
+        """Change a config option (mode, model, reasoning effort, auto-compaction); tell the client and save when it
+        changed."""
+        if not apply_option(session.state, config_id, value, booleans=session.services.bridge.supports_boolean_options):
             return
         log.info("session %s: %s = %s", session.id, config_id, value)
         session.save_soon()
         bridge = session.services.bridge
         if config_id == "mode":
-            await bridge.update(CurrentModeUpdate(current_mode_id=value))
-        await bridge.update(ConfigOptionUpdate(config_options=config_options(session.state)))
+            await bridge.update(CurrentModeUpdate(current_mode_id=session.state.policy.mode))
+        await bridge.update(ConfigOptionUpdate(config_options=session_options(session)))
 
     def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)

@@ -12,6 +12,10 @@ most `USAGE_WAIT`, the tail of the last answer's stream), so the prompt's respon
 usage. Near the context window, and when the provider says the request no longer fits, older turns are
 compacted into a summary.
 
+A message the user sends while the turn runs (`_session/steering`: `session.steering`) reaches the model at
+its next request: after the tool calls of the answer before, as a user message shown in its place; a turn that
+would end with one waiting carries on with it. A cancel leaves what waits out of the conversation.
+
 A turn sees its session only through its `TurnContext`. The history stays valid whatever happens: a cancel
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
 carry on.
@@ -44,7 +48,13 @@ from coder_agent.model.base import (
     ToolCallRequest,
 )
 from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
-from coder_agent.protocol.schema import AgentMessageChunk, AgentThoughtChunk, StopReason, new_message_id
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    StopReason,
+    UserMessageChunk,
+    new_message_id,
+)
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import ToolResult, ToolSet, TurnCancelled
 
@@ -96,12 +106,16 @@ class Turn:
         self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
         self.mark(user_message_id)
         self.ctx.save_soon()  # the prompt survives a kill while the model answers
+        steering = self.ctx.steering
+        steering.open()
         try:
             stop_reason = await self.loop(turn_start)
-        except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
+        except BaseException as exc:  # a failure or a cancel: save what is left now, there is no answer to wait for
+            steering.close("cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "ended")
             self.finish_turn()
             self.ctx.save_soon()
             raise
+        steering.close("cancelled" if stop_reason == "cancelled" else "ended")
         self.finish_turn()
         await self.bills_in()
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
@@ -115,6 +129,7 @@ class Turn:
         compacted_for_overflow = False
         for _ in range(self.config.max_turn_requests):
             await self.maybe_compact()
+            await self.take_steering()
             try:
                 turn = await self.call_model()
             except ContextWindowExceeded as exc:
@@ -147,7 +162,9 @@ class Turn:
                     self.add_tool_result(call.id, "Not run: the model's output was cut at max_tokens.")
                 return "max_tokens"
             if not turn.tool_calls:
-                return "end_turn"
+                if self.ctx.steering.close_unless_waiting():
+                    return "end_turn"
+                continue  # the user said more meanwhile: the model answers that too
             images: list[dict[str, Any]] = []
             waiting = False  # for the user's answer to a question: the turn ends after this batch
             for call in turn.tool_calls:
@@ -169,7 +186,7 @@ class Turn:
                     return "end_turn"
             if images:  # tool messages carry text only: images follow in a user message
                 self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
-            if waiting:
+            if waiting and self.ctx.steering.close_unless_waiting():
                 return "end_turn"
         await self.say(
             f"\n\n**Stopped after {self.config.max_turn_requests} model requests** (the `max_turn_requests` limit). "
@@ -246,9 +263,24 @@ class Turn:
             counted.set()
         self.ctx.save_soon()
 
+    async def take_steering(self) -> None:
+        """Put the messages the user sent meanwhile into the conversation, each shown as a user message here."""
+        for steer in self.ctx.steering.take():
+            prompt = steer.prompt
+            user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
+            self.conversation.append(user.message)
+            for block in prompt:
+                await self.client.update(UserMessageChunk(content=block, message_id=steer.message_id))
+            self.mark(steer.message_id)
+            steer.settle("taken")
+            for note in user.notes:
+                await self.say(f"_{note}_\n\n")
+
     # ---- compaction ---------------------------------------------------------------------------
 
     async def maybe_compact(self) -> None:
+        if not self.ctx.auto_compact:
+            return
         used = self.conversation.context_tokens
         if used and used >= self.config.compact_threshold * await self.model.context_window():
             await self.compact_now()

@@ -61,9 +61,14 @@ class FileSystemCapabilities(_Lenient):
     write_text_file: StrictBool = False
 
 
+class ConfigOptionsCapabilities(_Lenient):
+    boolean: dict[str, Any] | None = None
+
+
 class ClientSessionCapabilities(_Lenient):
     compaction: dict[str, Any] | None = None
     notices: dict[str, Any] | None = None
+    config_options: ConfigOptionsCapabilities | None = None
 
 
 class ElicitationCapabilities(_Lenient):
@@ -197,22 +202,35 @@ class SelectOption(AcpModel):
     description: str | None = None
 
 
-class SessionConfigOption(AcpModel):
-    """A select option (the only kind we offer: boolean ones need a client capability)."""
-
+class _ConfigOptionBase(AcpModel):
     id: str
     name: str
     description: str | None = None
     category: str | None = None
+
+
+class SessionConfigOption(_ConfigOptionBase):
+    """A select option (a dropdown)."""
+
     type: Literal["select"] = "select"
     current_value: str
     options: list[SelectOption]
 
 
+class BooleanConfigOption(_ConfigOptionBase):
+    """An on/off option: only for clients that advertise `session.configOptions.boolean`."""
+
+    type: Literal["boolean"] = "boolean"
+    current_value: bool
+
+
+ConfigOption = SessionConfigOption | BooleanConfigOption
+
+
 class NewSessionResponse(AcpModel):
     session_id: str
     modes: SessionModeState | None = None
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[ConfigOption] | None = None
 
 
 class LoadSessionRequest(AcpModel):
@@ -240,7 +258,7 @@ class ForkSessionRequest(ResumeSessionRequest):
 
 class LoadSessionResponse(AcpModel):
     modes: SessionModeState | None = None
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[ConfigOption] | None = None
 
 
 class ListSessionsRequest(AcpModel):
@@ -293,17 +311,35 @@ class CancelNotification(SessionRequest):
     pass
 
 
+class SteeringRequest(SessionRequest):
+    """`_session/steering`, the extension of Claude's adapter and codex-acp: a message for the turn in flight.
+    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs."""
+
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class SteeringResponse(AcpModel):
+    """`injected` (into the running turn, as the user message `messageId`), `startedNewTurn`, or `promptRequired`
+    with `reason` `noRunningTurn`."""
+
+    outcome: Literal["injected", "startedNewTurn", "promptRequired"]
+    reason: str | None = None
+    message_id: str | None = None
+
+
 class SetSessionModeRequest(SessionRequest):
     mode_id: str
 
 
 class SetSessionConfigOptionRequest(SessionRequest):
     config_id: str
-    value: str
+    type: str | None = None
+    """`boolean` for a boolean value; absent (or another type) for a value id."""
+    value: StrictBool | StrictStr
 
 
 class SetSessionConfigOptionResponse(AcpModel):
-    config_options: list[SessionConfigOption]
+    config_options: list[ConfigOption]
 
 
 # ---- session/update -----------------------------------------------------------------------------
@@ -392,7 +428,7 @@ class CurrentModeUpdate(AcpModel):
 
 class ConfigOptionUpdate(AcpModel):
     session_update: Literal["config_option_update"] = "config_option_update"
-    config_options: list[SessionConfigOption]
+    config_options: list[ConfigOption]
 
 
 class SessionInfoUpdate(AcpModel):

@@ -57,6 +57,11 @@ class ClientBridge(Protocol):
     @property
     def supports_compaction_updates(self) -> bool: ...
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        """Whether the client shows boolean config options (`session.configOptions.boolean`)."""
+        ...
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one `session/update`; `live_only` ones are not replayed by `session/load`."""
         ...

@@ -72,6 +72,10 @@ class LocalBridge:
     def supports_compaction_updates(self) -> bool:
         return True
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        return False  # no one picks options: a run's settings come from its flags
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         if self.sink is not None:
             await self.sink(update)

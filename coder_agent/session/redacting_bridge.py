@@ -37,6 +37,10 @@ class RedactingBridge:
     def supports_compaction_updates(self) -> bool:
         return self.inner.supports_compaction_updates
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        return self.inner.supports_boolean_options
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one update (`live_only`: not replayed by `session/load`)."""
         update = secrets.redact_model(update)

@@ -65,6 +65,8 @@ class Session:
             system_prompt_addition=state.system_prompt_addition,
             mcp=services.mcp,
             tasks=services.tasks,
+            steering=services.steering,
+            auto_compact=state.auto_compact,
             save_soon=self.save_soon,
             after_response=self.after_response,
         )

@@ -55,6 +55,8 @@ class SessionState:
     """The model saved instead of the one in force (`coder-agent run --resume ID --model M`: M is for the run)."""
     system_prompt_addition: SystemPromptAddition | None = None
     """The session's own instructions, built into its system prompt (stored with it)."""
+    auto_compact: bool = True
+    """Compact near the context window (`compact_threshold`); off, only when the conversation no longer fits."""
 
     @property
     def roots(self) -> list[Path]:
@@ -74,6 +76,9 @@ class SessionState:
         nothing more)."""
         self.config = self.config.model_copy(update={"model": model})
         self.conversation.restart_prompt()
+
+    def set_auto_compact(self, on: bool) -> None:
+        self.auto_compact = on
 
     def set_reasoning_effort(self, effort: ReasoningEffort | None) -> None:
         self.config = self.config.model_copy(update={"reasoning_effort": effort})
@@ -135,6 +140,7 @@ class SessionState:
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
             marks={key: mark.stored() for key, mark in self.conversation.marks.items()},
             system_prompt=_redacted(self.system_prompt_addition),
+            auto_compact=self.auto_compact,
         )
 
     def conversation_record(self) -> list[Message]:
@@ -164,6 +170,7 @@ class SessionState:
                 self.conversation.fix_prompt(prompt, {str(k): str(v) for k, v in environment.items()})
         self.spending = Spending(cost=record.cost)
         self.system_prompt_addition = SystemPromptAddition.from_dict(record.system_prompt)
+        self.auto_compact = record.auto_compact
         self.replay.load(record.events)
         calls, compactions = self.replay.repair()
         if self.conversation.answer_pending(INTERRUPTED_RESULT) + calls:

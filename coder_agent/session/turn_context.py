@@ -22,6 +22,7 @@ from coder_agent.permissions import PermissionPolicy
 from coder_agent.session.conversation import Conversation, Spending, SystemPromptAddition
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
+from coder_agent.session.steering import SteeringInbox
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
@@ -49,6 +50,10 @@ class TurnContext:
     mcp: McpHub | None
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
+    steering: SteeringInbox
+    """Messages the user sends while the turn runs (the turn opens it, takes them, and closes it)."""
+    auto_compact: bool
+    """Compact the conversation when it nears the context window (off: only when it no longer fits)."""
     save_soon: Callable[[], None]
     """Ask for a save of the session, in the background."""
     after_response: Callable[[Job], None]

@@ -95,6 +95,8 @@ class SessionRecord(BaseModel):
     system_prompt: dict[str, Any] | None = None
     """The session's own instructions for its system prompt (`text`, `mode`: append or override); opaque to the
     store."""
+    auto_compact: bool = True
+    """Whether the session compacts near the context window (a config option)."""
     marks: dict[str, list[Any]] = Field(default_factory=dict)
     """Where each message shown ends in `messages` (message id -> [end, turn id]), for `session/fork`; opaque to
     the store."""

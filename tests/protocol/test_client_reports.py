@@ -70,6 +70,7 @@ async def test_sessions_never_prompted_are_left_out_of_the_list_and_still_load(t
     store = SessionStore(tmp_path / "store")
     async with scripted_agent(tmp_path, ScriptedModel([Reply("hi")]), store=store) as (client, used, _):
         await client.prompt(used, "hello")
+        await client.request("session/close", {"sessionId": used})  # saved: the last save follows the response
         empty = await client.new_session(str(tmp_path / "work"))
         listed = await client.request("session/list", {})
         await client.request("session/close", {"sessionId": empty})
