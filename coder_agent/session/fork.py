@@ -4,9 +4,10 @@ its messages (ACP `session/fork`, and the RFD session-fork-at-message: the messa
 The cut follows the marks the conversation keeps (`session.conversation.Mark`): the history up to where the
 message ends (a tool call it left without an answer is answered "not run"), the replay log up to its last chunk,
 the marks up to it, and the undo checkpoints of the turns up to its own (the checkpoints of the turns after it are
-left to the session forked from). Everything is copied: the fork and its source never share a list or a dict, so
-prompting one leaves the other as it was. A message the client was never shown, or one from before the
-conversation was last compacted or cleared (its place in the history is gone), cannot be forked at: `ForkPointUnknown`.
+left to the session forked from; a checkpoint covers a whole turn, so a fork in the middle of a turn keeps all of
+that turn's). Everything is copied: the fork and its source never share a list or a dict, so prompting one leaves
+the other as it was. A message the client was never shown, or one from before the conversation was last compacted
+or cleared (its place in the history is gone), cannot be forked at: `ForkPointUnknown`.
 The session's cost starts at nothing; the rest (mode, model, remembered permissions, its own instructions) goes with
 the history. The blobs the checkpoints need are the caller's to copy (`Checkpoints.copy_blobs_from`).
 """
@@ -77,8 +78,8 @@ def _cut(
     mark = Mark.from_stored(marks.get(message_id), len(messages) - system)
     if mark is None:
         raise ForkPointUnknown(
-            f"message {message_id!r} is from before the conversation was last compacted or cleared; "
-            "fork at a later message, or fork the whole session"
+            f"message {message_id!r} is from before the conversation was last compacted or cleared (or saved by an "
+            "older coder-agent), so its place in the history is gone; fork at a later message, or the whole session"
         )
     order = list(marks)
     after = order[order.index(message_id) + 1 :]
