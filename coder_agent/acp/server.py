@@ -4,7 +4,8 @@ Each method validates its params with the pydantic models in `protocol.schema` (
 -32602 at the connection), turns them into calls on the `SessionManager`, and answers in ACP's terms.
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
 session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
-the connection (`FollowedBy`), never by waiting.
+the connection (`FollowedBy`), never by waiting. Besides ACP's methods (the unstable `session/fork` among them)
+it answers the `_session/steering` extension of Claude's adapter and codex-acp.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`SessionManager`: the life of sessions — open, reopen from the store, close, delete, list — and their state.
+"""`SessionManager`: the life of sessions — open, reopen from the store, fork, close, delete, list — their state,
+and their prompts: a turn each (`prompt`, with its `TurnReport`), and messages sent into the running one (`steer`).
 
 Opening a session builds it whole: its state (the config for its folder, the model credentials checked — a
 session that could not answer is refused with `AuthRequired` naming what to set —, the permission policy,
