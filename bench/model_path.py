@@ -158,7 +158,10 @@ class Server:
 # -- the agent --------------------------------------------------------------------------------------------------------
 
 
-INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+# Notices advertised, as editors do: an agent's notes about what the client does not offer (files, terminals) are then
+# notices, never the first agent_message_chunk this bench times.
+CAPABILITIES = {"session": {"notices": {}}}
+INITIALIZE = {"protocolVersion": 1, "clientCapabilities": CAPABILITIES, "clientInfo": {"name": "bench", "version": "0"}}
 
 
 @dataclass

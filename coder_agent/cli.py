@@ -87,7 +87,7 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--log-level",
         choices=LOG_LEVELS,
         default=default(None),
-        help="debug logs every protocol frame (env CODER_AGENT_LOG_LEVEL; default info, warning for run and doctor)",
+        help="debug logs every protocol frame (env CODER_AGENT_LOG_LEVEL; default warning)",
     )
 
 
@@ -215,7 +215,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         level = (os.environ.get("CODER_AGENT_LOG_LEVEL") or "").lower()
         if level and level not in LOG_LEVELS:
             parser.error(f"CODER_AGENT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}")
-        args.log_level = level or ("info" if args.command is None else "warning")
+        args.log_level = level or "warning"
     for label, value in (("--config", args.config), ("CODER_AGENT_CONFIG", os.environ.get("CODER_AGENT_CONFIG"))):
         if value and not Path(value).expanduser().is_file():
             parser.error(f"{label} {value}: no such file")

@@ -5,8 +5,10 @@ unsaved buffers count and the editor sees every write); commands run in the edit
 where the user watches them, always released after; permission questions are `session/request_permission`;
 questions for the user are `elicitation/create` (a form, or a web page to open, then `elicitation/complete`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
-opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead (saying so in a
-notice the first time), and a question of a kind the client cannot show comes back declined, saying why.
+opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead, and a question
+of a kind the client cannot show comes back declined, saying why. It says so once: in a notice when the local
+machine is first used, or, for a client without notices (whose notices are agent messages), in a message of its
+own before the first turn's answer, so the note never lands in the middle of the model's text.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import ValidationError
 
 from coder_agent.acp.presentation import permission_options
-from coder_agent.errors import ClientError
+from coder_agent.errors import ClientError, field_problems
 from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -40,6 +43,7 @@ from coder_agent.protocol.schema import (
     TerminalOutputResponse,
     ToolCallUpdate,
     UrlElicitation,
+    new_message_id,
 )
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import editor_terminal_env
@@ -62,6 +66,8 @@ CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 QUESTION_TIMEOUT = 3600.0
 MAX_OPEN_URLS = 100
+
+Answered = TypeVar("Answered", bound=AcpModel)
 
 FALLBACK_NOTICES = {
     "files": (
@@ -94,6 +100,8 @@ class AcpClientBridge:
         session = capabilities.session
         self.supports_compaction_updates = session is not None and session.compaction is not None
         self.supports_notices = session is not None and session.notices is not None
+        options = session.config_options if session is not None else None
+        self.supports_boolean_options = options is not None and options.boolean is not None
         elicitation = capabilities.elicitation
         self.supports_forms = elicitation is not None and elicitation.form is not None
         self.supports_urls = elicitation is not None and elicitation.url is not None
@@ -113,7 +121,27 @@ class AcpClientBridge:
             await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
             return
         text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
-        await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
+        await self.update(
+            AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
+        )
+
+    async def turn_starting(self) -> None:
+        """For a client without notices: what stands in for the editor, said before the first answer."""
+        if self.supports_notices:
+            return
+        missing = [what for what in FALLBACK_NOTICES if not self._offers(what) and what not in self._fallbacks_told]
+        if not missing:
+            return
+        self._fallbacks_told.update(missing)
+        lines = [f"_{FALLBACK_NOTICES[what][0]}_: {FALLBACK_NOTICES[what][1]}" for what in missing]
+        text = "\n\n".join(lines) + "\n\n"
+        await self.update(
+            AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
+        )
+
+    def _offers(self, what: str) -> bool:
+        fs = self.capabilities.fs
+        return fs.read_text_file and fs.write_text_file if what == "files" else self.capabilities.terminal
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
         """Ask the user; the answer may take as long as the user needs (bounded at an hour). An option id the
@@ -217,7 +245,7 @@ class AcpClientBridge:
             if not await anyio.Path(path).exists():
                 raise BridgeError(f"{path} does not exist.") from None
             raise BridgeError(f"The editor could not read {path}: {exc.message}") from None
-        return ReadTextFileResponse.model_validate(result).content
+        return _answer(ReadTextFileResponse, result, "fs/read_text_file").content
 
     async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
         """Through the editor (which writes by path; `real` only binds the disk fallback)."""
@@ -253,7 +281,7 @@ class AcpClientBridge:
             created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
         except ClientError as exc:
             raise BridgeError(f"The editor could not start the command: {exc.message}") from None
-        terminal_id = CreateTerminalResponse.model_validate(created).terminal_id
+        terminal_id = _answer(CreateTerminalResponse, created, "terminal/create").terminal_id
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -261,13 +289,15 @@ class AcpClientBridge:
             status: TerminalExitStatus | None = None
             with anyio.move_on_after(timeout) as waiting:
                 waited = await self._terminal("terminal/wait_for_exit", terminal_id, timeout + CLEANUP_TIMEOUT)
-                status = TerminalExitStatus.model_validate(waited)
+                status = _answer(TerminalExitStatus, waited, "terminal/wait_for_exit")
                 exited = True
             if waiting.cancelled_caught:
                 timed_out = True
                 await self._terminal("terminal/kill", terminal_id)
                 exited = True
-            output = TerminalOutputResponse.model_validate(await self._terminal("terminal/output", terminal_id))
+            output = _answer(
+                TerminalOutputResponse, await self._terminal("terminal/output", terminal_id), "terminal/output"
+            )
             final = output.exit_status if timed_out or output.exit_status else status
             return CommandResult(
                 output=output.output,
@@ -297,6 +327,15 @@ class AcpClientBridge:
 
     async def _terminal(self, method: str, terminal_id: str, timeout: float = TERMINAL_TIMEOUT) -> Any:
         return await self._call(method, {"terminalId": terminal_id}, timeout)
+
+
+def _answer(shape: type[Answered], result: Any, method: str) -> Answered:
+    """The client's answer to `method` read as `shape`; a malformed one is a BridgeError saying what was wrong."""
+    try:
+        return shape.model_validate(result)
+    except ValidationError as exc:
+        problems = "; ".join(f"{p.field or 'the answer'}: {p.message}" for p in field_problems(exc)[:3])
+        raise BridgeError(f"The editor's answer to {method} was malformed ({problems}).") from None
 
 
 async def _quietly(call: Awaitable[Any]) -> None:

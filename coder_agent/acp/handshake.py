@@ -30,6 +30,11 @@ ENV_AUTH_METHOD = {
 }
 
 
+STEERING_METHOD = "_session/steering"
+"""The steering extension of Claude's adapter and codex-acp, advertised as they do: `_meta.steering.supported`."""
+STEERING_META = {"steering": {"supported": True}}
+
+
 def agent_capabilities() -> dict[str, Any]:
     """What this agent implements, and nothing more."""
     transports = supported_transports()
@@ -37,7 +42,15 @@ def agent_capabilities() -> dict[str, Any]:
         "loadSession": True,
         "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "mcpCapabilities": {"http": transports["http"], "sse": transports["sse"]},
-        "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+        "sessionCapabilities": {
+            "list": {},
+            "delete": {},
+            "resume": {},
+            "close": {},
+            "additionalDirectories": {},
+            "fork": {"atMessageId": True},
+            "systemPrompt": {"mode": {"override": {}}},
+        },
         "_meta": {"sandbox": declared(_user_config())},
     }
 
@@ -61,6 +74,7 @@ def initialize(params: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "agentCapabilities": agent_capabilities(),
         "authMethods": [ENV_AUTH_METHOD],
         "agentInfo": AGENT_INFO,
+        "_meta": STEERING_META,
     }
     return result, capabilities if isinstance(capabilities, dict) else {}
 

@@ -4,7 +4,8 @@ Each method validates its params with the pydantic models in `protocol.schema` (
 -32602 at the connection), turns them into calls on the `SessionManager`, and answers in ACP's terms.
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
 session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
-the connection (`FollowedBy`), never by waiting.
+the connection (`FollowedBy`), never by waiting. Besides ACP's methods (the unstable `session/fork` among them)
+it answers the `_session/steering` extension of Claude's adapter and codex-acp.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from typing import Any
 from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
-from coder_agent.acp.presentation import mode_state
+from coder_agent.acp.presentation import mode_state, turn_usage
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
+from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
+    ForkSessionRequest,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
@@ -39,15 +42,23 @@ from coder_agent.protocol.schema import (
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
+    SteeringRequest,
+    SteeringResponse,
+    SystemPrompt,
 )
 from coder_agent.rpc import FollowedBy
-from coder_agent.session.options import config_options
+from coder_agent.session.conversation import SystemPromptAddition
+from coder_agent.session.options import session_options
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+STEERING_METHOD = handshake.STEERING_METHOD
+SYSTEM_PROMPT_MODES = ("append", "override")
+"""The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
 
 class AcpServer:
@@ -65,9 +76,11 @@ class AcpServer:
             "session/set_config_option": self.set_config_option,
             "session/load": self.load_session,
             "session/resume": self.resume_session,
+            "session/fork": self.fork_session,
             "session/list": self.list_sessions,
             "session/close": self.close_session,
             "session/delete": self.delete_session,
+            STEERING_METHOD: self.steer,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -108,14 +121,16 @@ class AcpServer:
     async def new_session(self, params: Any) -> FollowedBy:
         request = NewSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.create(cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.create(cwd, extra, request.mcp_servers, self._client, addition)
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
 
     async def load_session(self, params: Any) -> FollowedBy:
         request = LoadSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
         for event in session.state.replay.replayed(compaction=compaction):
@@ -125,8 +140,21 @@ class AcpServer:
     async def resume_session(self, params: Any) -> FollowedBy:
         request = ResumeSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
+
+    async def fork_session(self, params: Any) -> FollowedBy:
+        """`session/fork` (unstable): a new session from another's history, whole or up to a message; answered like
+        `session/new` (the client already shows that history: it is not replayed)."""
+        request = ForkSessionRequest.model_validate(params)
+        cwd, extra = _folders(request.cwd, request.additional_directories)
+        addition = _addition(request.system_prompt)
+        session = await self.manager.fork(
+            request.session_id, cwd, extra, request.mcp_servers, self._client, request.message_id, addition
+        )
+        response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
+        return FollowedBy(response, lambda: self.manager.ready(session))
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         request = ListSessionsRequest.model_validate(params or {})
@@ -159,8 +187,26 @@ class AcpServer:
     async def prompt(self, params: Any) -> FollowedBy:
         request = PromptRequest.model_validate(params)
         session = self.manager.get(request.session_id)
-        stop_reason = await self.manager.prompt(session, request.prompt)
-        return FollowedBy(PromptResponse(stop_reason=stop_reason).wire(), lambda: self.manager.prompt_answered(session))
+        report = await self.manager.prompt(session, request.prompt)
+        response = PromptResponse(
+            stop_reason=report.stop_reason, user_message_id=report.user_message_id, usage=turn_usage(report.spent)
+        )
+        return FollowedBy(response.wire(), lambda: self.manager.prompt_answered(session))
+
+    async def steer(self, params: Any) -> dict[str, Any]:
+        """`_session/steering`: a message for the turn in flight, which the model reads at its next request."""
+        request = SteeringRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        steering = (request.meta or {}).get("steering")
+        idle = steering.get("idleBehavior") if isinstance(steering, dict) else None
+        steered = await self.manager.steer(session, request.prompt, prompt_required=idle == "promptRequired")
+        if steered.outcome == "taken":
+            response = SteeringResponse(outcome="injected", message_id=steered.message_id)
+        elif steered.outcome == "started":
+            response = SteeringResponse(outcome="startedNewTurn")
+        else:
+            response = SteeringResponse(outcome="promptRequired", reason="noRunningTurn")
+        return response.wire()
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)
@@ -174,7 +220,7 @@ class AcpServer:
         request = SetSessionConfigOptionRequest.model_validate(params)
         session = self.manager.get(request.session_id)
         await self.manager.set_option(session, request.config_id, request.value)
-        return SetSessionConfigOptionResponse(config_options=config_options(session.state)).wire()
+        return SetSessionConfigOptionResponse(config_options=session_options(session)).wire()
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -184,7 +230,27 @@ class AcpServer:
 
 def _session_state(session: Session) -> dict[str, Any]:
     policy = session.state.policy
-    return {"modes": mode_state(policy.mode, policy.sandboxed), "config_options": config_options(session.state)}
+    return {"modes": mode_state(policy.mode, policy.sandboxed), "config_options": session_options(session)}
+
+
+def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None:
+    """The client's `systemPrompt` as the session's instructions (None: keep what the session has); InvalidParams
+    naming the field for a mode or a block this agent cannot take, or empty instructions."""
+    if system_prompt is None:
+        return None
+    if system_prompt.mode not in SYSTEM_PROMPT_MODES:
+        raise InvalidParams(
+            f"Invalid params: systemPrompt.mode: {system_prompt.mode!r} is not supported; use append or override"
+        )
+    texts: list[str] = []
+    for i, block in enumerate(system_prompt.content):
+        if not isinstance(block, TextContent):
+            raise InvalidParams(f"Invalid params: systemPrompt.content.{i}: only text blocks are supported")
+        texts.append(block.text.strip())
+    text = "\n\n".join(t for t in texts if t)
+    if not text:
+        raise InvalidParams("Invalid params: systemPrompt.content: the instructions are empty")
+    return SystemPromptAddition(text, replaces=system_prompt.mode == "override")
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

@@ -29,7 +29,7 @@ from coder_agent.errors import RpcError
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
-from coder_agent.session.options import config_options
+from coder_agent.session.options import session_options
 from coder_agent.session.session import Session
 
 
@@ -41,6 +41,8 @@ class CommandContext:
     turn: Turn
     check: Callable[[Config], None]
     """Raises an RpcError naming the fix unless a config's model and credentials can work (for `/model`)."""
+    user_message_id: str
+    """The id of the command's own user message (a turn it runs is that message's turn)."""
 
     async def say(self, text: str) -> None:
         """Show text from the agent (not the model)."""
@@ -48,7 +50,7 @@ class CommandContext:
 
     async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
         """Run a model turn on this prompt, as if the user had sent it."""
-        return await self.turn.run(prompt)
+        return await self.turn.run(prompt, self.user_message_id)
 
     async def switch_model(self, name: str) -> str:
         """`/model`: show the model and the configured ones, or switch this session to another (from its next
@@ -64,7 +66,7 @@ class CommandContext:
         except RpcError as exc:
             return f"Cannot switch to `{name}`: {exc.message}\n"
         state.set_model(name)
-        await self.session.services.bridge.update(ConfigOptionUpdate(config_options=config_options(state)))
+        await self.session.services.bridge.update(ConfigOptionUpdate(config_options=session_options(self.session)))
         return f"Switched this session to `{name}`.\n"
 
 

@@ -17,7 +17,7 @@ import anyio
 from coder_agent.agent.summarizer import compact, split_point
 from coder_agent.model.base import Model, ModelError
 from coder_agent.protocol.content import ContentBlock, TextContent
-from coder_agent.protocol.schema import AgentMessageChunk, CompactionSummaryChunk, CompactionUpdate
+from coder_agent.protocol.schema import AgentMessageChunk, CompactionSummaryChunk, CompactionUpdate, new_message_id
 from coder_agent.session.turn_context import TurnContext
 
 Note = Callable[[str], Awaitable[None]]
@@ -66,4 +66,4 @@ async def compact_session(ctx: TurnContext, model: Model, focus: str | None, on_
 
 
 async def _say(ctx: TurnContext, text: str) -> None:
-    await ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text)))
+    await ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()))

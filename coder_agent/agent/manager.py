@@ -1,4 +1,5 @@
-"""`SessionManager`: the life of sessions — open, reopen from the store, close, delete, list — and their state.
+"""`SessionManager`: the life of sessions — open, reopen from the store, fork, close, delete, list — their state,
+and their prompts: a turn each (`prompt`, with its `TurnReport`), and messages sent into the running one (`steer`).
 
 Opening a session builds it whole: its state (the config for its folder, the model credentials checked — a
 session that could not answer is refused with `AuthRequired` naming what to set —, the permission policy,
@@ -15,7 +16,9 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,7 +28,7 @@ from coder_agent.agent import commands, sandboxing, system_prompt
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.errors import InternalError, ResourceNotFound
+from coder_agent.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound, RpcError
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
@@ -36,13 +39,15 @@ from coder_agent.protocol.schema import (
     StopReason,
 )
 from coder_agent.session.bridge import ClientBridge
-from coder_agent.session.options import apply_option, config_options
+from coder_agent.session.conversation import SystemPromptAddition
+from coder_agent.session.fork import ForkPointUnknown, fork_record
+from coder_agent.session.options import apply_option, session_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
 from coder_agent.session.services import SessionServices
 from coder_agent.session.session import Session
 from coder_agent.session.state import SessionState
-from coder_agent.session.turn_runner import TurnRunner
+from coder_agent.session.turn_runner import TurnReport, TurnRunner
 from coder_agent.store import (
     InvalidSessionId,
     SessionNotFound,
@@ -59,6 +64,15 @@ MCP_CONNECT_TIMEOUT = 20.0
 ClientFactory = Callable[[str], ClientBridge]
 
 
+@dataclass(frozen=True)
+class Steered:
+    """What became of a message sent while a turn may be running: `taken` into it (its user message's id),
+    `started` a turn of its own, or `no_turn` to take it (the client sends it as a prompt)."""
+
+    outcome: Literal["taken", "started", "no_turn"]
+    message_id: str | None = None
+
+
 class SessionManager:
     """The open sessions of one connection, and the store behind them."""
 
@@ -72,11 +86,18 @@ class SessionManager:
     # ---- opening ------------------------------------------------------------------------------
 
     async def create(
-        self, cwd: Path, additional_directories: list[Path], mcp_servers: Sequence[McpServer], client: ClientFactory
+        self,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientFactory,
+        addition: SystemPromptAddition | None = None,
     ) -> Session:
-        """A new session, saved at once (so it can be resumed before its first prompt)."""
+        """A new session, with its own instructions if given, saved at once (so it can be resumed before its first
+        prompt)."""
         session_id = f"sess_{uuid.uuid4().hex}"
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id))
+        session.state.set_system_prompt_addition(addition)
         session.save_soon()
         log.info("session %s opened in %s", session.id, cwd)
         return session
@@ -88,14 +109,58 @@ class SessionManager:
         additional_directories: list[Path],
         mcp_servers: Sequence[McpServer],
         client: ClientFactory,
+        addition: SystemPromptAddition | None = None,
     ) -> Session:
-        """A stored session, live again (replacing the same session if it is open)."""
+        """A stored session, live again (replacing the same session if it is open, as it is now); with `addition`,
+        its own instructions are these from now on (None keeps those it was stored with)."""
+        open_here = self.sessions.get(session_id)
+        if open_here is not None:
+            await open_here.flush()
         record = await self._load_record(session_id)
         previous = self.sessions.pop(session_id, None)
         if previous is not None:
             await previous.aclose()  # replaced: its turn, terminals and MCP servers end here
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), record)
+        if addition is not None and addition != session.state.system_prompt_addition:
+            session.state.set_system_prompt_addition(addition)
+            session.save_soon()
         log.info("session %s reopened (%d messages)", session.id, len(record.messages))
+        return session
+
+    async def fork(
+        self,
+        source_id: str,
+        cwd: Path,
+        additional_directories: list[Path],
+        mcp_servers: Sequence[McpServer],
+        client: ClientFactory,
+        message_id: str | None = None,
+        addition: SystemPromptAddition | None = None,
+    ) -> Session:
+        """A new session with the history of `source_id` (open here, as it is now, or stored), whole or up to and
+        including `message_id`, and the undo checkpoints up to there (their blobs its own); saved at once.
+        InvalidParams if the session cannot be forked at that message. The source is left as it was."""
+        source = self.sessions.get(source_id)
+        if source is not None:
+            record, checkpoints = source.state.to_record(), source.state.checkpoints
+        else:
+            record = await self._load_record(source_id)
+            checkpoints = Checkpoints(Path(record.cwd), session_id=source_id)
+        session_id = f"sess_{uuid.uuid4().hex}"
+        try:
+            forked = fork_record(record, session_id, message_id)
+        except ForkPointUnknown as exc:
+            raise InvalidParams(f"Invalid params: messageId: {exc}", {"messageId": message_id}) from None
+        session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), forked)
+        state = session.state
+        await state.checkpoints.copy_blobs_from(checkpoints)
+        if cwd != Path(record.cwd):
+            state.restart_prompt()  # the system prompt said where the source worked
+        if addition is not None:
+            state.set_system_prompt_addition(addition)
+        session.save_soon()
+        await session.flush()  # stored before the client has its id: any agent can load it at once
+        log.info("session %s forked from %s", session_id, source_id)
         return session
 
     async def ready(self, session: Session) -> None:
@@ -147,7 +212,7 @@ class SessionManager:
             mcp_servers=[server.wire() for server in mcp_servers],
         )
         services = SessionServices(
-            bridge=RedactingBridge(client, state.replay),
+            bridge=RedactingBridge(client, state.replay, state.mark_message),
             tasks=self.tasks,
             notices=[("The project config was left out", problem) for problem in problems],
         )
@@ -197,12 +262,19 @@ class SessionManager:
             raise ResourceNotFound(f"Session not found: {session_id}", {"sessionId": session_id})
         return session
 
-    async def prompt(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+    async def prompt(
+        self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport | None = None
+    ) -> TurnReport:
+        """Run the prompt's turn (after any before it); its report (`report`, if given: it is filled in as the turn
+        goes, so it holds what was spent even if the caller is cancelled), stop reason included."""
+        report = report or TurnReport()
+
         async def turn() -> StopReason:
             await self.announce_commands(session)  # a command file added since is there for the next prompt
-            return await self.runner.run_turn(session, prompt)
+            return await self.runner.run_turn(session, prompt, report)
 
-        return await session.run_turn(turn)
+        report.stop_reason = await session.run_turn(turn)
+        return report
 
     async def announce_commands(self, session: Session, *, always: bool = False) -> extensions.Catalog:
         """Tell the client the session's slash commands when they changed (or `always`); the commands and skills
@@ -215,24 +287,57 @@ class SessionManager:
             await services.bridge.update(AvailableCommandsUpdate(available_commands=listed))
         return catalog
 
-    async def resume(self, session: Session) -> StopReason:
-        """Go on from where the session's last turn stopped for want of a permission: the stopped call runs now."""
-        return await session.run_turn(lambda: self.runner.resume_turn(session))
+    async def resume(self, session: Session, report: TurnReport | None = None) -> TurnReport:
+        """Go on from where the session's last turn stopped for want of a permission: the stopped call runs now;
+        the turn's report, as `prompt` gives it."""
+        report = report or TurnReport()
+        report.stop_reason = await session.run_turn(lambda: self.runner.resume_turn(session, report))
+        return report
+
+    async def steer(self, session: Session, prompt: Sequence[ContentBlock], *, prompt_required: bool) -> Steered:
+        """A message the user sent while a turn may be running: into that turn, at its next model request (`taken`,
+        once it is in the conversation). With no turn to take it (none runs, or it ended first), `prompt_required`
+        leaves the message to the client (`no_turn`), else it starts a turn of its own in the background
+        (`started`), which session/cancel cancels like any other. RequestCancelled if the turn it waited for was
+        cancelled: it never reached the model."""
+        steer = session.services.steering.offer(prompt)
+        if steer is not None:
+            await steer.settled.wait()
+            if steer.outcome == "taken":
+                return Steered("taken", steer.message_id)
+            if steer.outcome == "cancelled":
+                raise RequestCancelled("The turn was cancelled before the message reached the model; it was not sent.")
+        if prompt_required:
+            return Steered("no_turn")
+        self.tasks.start_soon(self._steered_turn, session, prompt)
+        return Steered("started")
+
+    async def _steered_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> None:
+        """A turn started by a message sent while none ran: no prompt request answers for it."""
+        try:
+            await self.prompt(session, prompt)
+        except RpcError as exc:
+            await session.services.bridge.notice("error", "The message could not be answered", exc.message)
+        except Exception:
+            log.exception("session %s: a turn started by a message sent meanwhile failed", session.id)
+        finally:
+            session.response_sent()
 
     async def prompt_answered(self, session: Session) -> None:
         """The prompt's response is written: the turn's bill and last save go ahead (they waited not to delay it)."""
         session.response_sent()
 
-    async def set_option(self, session: Session, config_id: str, value: str) -> None:
-        """Change a config option (mode, model, reasoning effort); tell the client and save when it changed."""
-        if not apply_option(session.state, config_id, value):
+    async def set_option(self, session: Session, config_id: str, value: str | bool) -> None:
+        """Change a config option (mode, model, reasoning effort, auto-compaction); tell the client and save when it
+        changed."""
+        if not apply_option(session.state, config_id, value, booleans=session.services.bridge.supports_boolean_options):
             return
         log.info("session %s: %s = %s", session.id, config_id, value)
         session.save_soon()
         bridge = session.services.bridge
         if config_id == "mode":
-            await bridge.update(CurrentModeUpdate(current_mode_id=value))
-        await bridge.update(ConfigOptionUpdate(config_options=config_options(session.state)))
+            await bridge.update(CurrentModeUpdate(current_mode_id=session.state.policy.mode))
+        await bridge.update(ConfigOptionUpdate(config_options=session_options(session)))
 
     def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)

@@ -2,7 +2,8 @@
 
 Every model call of a session goes through one: the turn's, a compaction's summary, an MCP server's sampling
 request (and a sub-agent's). When the call's usage report is in (at once, or when the provider's closing part
-arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending`, the conversation's
+arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending` (and to the turn's `bill`,
+which its prompt response reports, when the model runs a turn), the conversation's
 context size is taken from it if the call was the conversation's own and still its latest, and the client
 gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`).
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from coder_agent.model.base import Message, Model, ModelTurn, Spend, StreamSink
 from coder_agent.protocol.schema import Cost, UsageUpdate
+from coder_agent.session.conversation import Spending
 from coder_agent.session.turn_context import TurnContext
 
 log = logging.getLogger(__name__)
@@ -31,15 +33,16 @@ class MeteredModel:
     """A `Model` whose calls are billed to a turn context's session; `measures` says whether its calls are the
     conversation's own (their usage is the context's size)."""
 
-    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True) -> None:
+    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True, bill: Spending | None = None) -> None:
         self.model = model
         self.ctx = ctx
         self.measures = measures
+        self.bill = bill
         self.name = model.name
 
     def side_calls(self) -> MeteredModel:
         """The same model and bill for calls that are not the conversation's (a compaction's summary)."""
-        return MeteredModel(self.model, self.ctx, measures=False)
+        return MeteredModel(self.model, self.ctx, measures=False, bill=self.bill)
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
         """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
@@ -69,7 +72,9 @@ class MeteredModel:
     async def _count(self, spend: Spend, number: int | None) -> None:
         """Add a call's spend to the session and tell the client."""
         usage, ctx = spend.usage, self.ctx
-        ctx.spending.add(spend.cost, usage.prompt_tokens, usage.cached_tokens)
+        ctx.spending.add(spend.cost, usage)
+        if self.bill is not None:
+            self.bill.add(spend.cost, usage)
         if number is not None and not ctx.conversation.measure(number, usage.total_tokens):
             return  # a later call, a compaction or a /clear came first: this size is out of date
         spending = ctx.spending

@@ -28,6 +28,7 @@ from coder_agent.model.base import Model, ModelSettings
 from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import SessionInfoUpdate, StopReason, UserMessageChunk
 from coder_agent.session.session import Session
+from coder_agent.session.turn_runner import TurnReport
 from coder_agent.store import utc_now
 from coder_agent.tools.executor import ToolExecutor
 
@@ -78,27 +79,29 @@ class ModelRunner:
         model = self.make_model(dataclasses.replace(settings, max_tokens=max(cap, 1)))
         return MeteredModel(model, session.turn_context(), measures=False)
 
-    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
         ctx = session.turn_context()
-        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx)
+        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx, bill=report.spent)
         turn = Turn(ctx, model, ToolExecutor(ctx, model.accepts_images))
         for block in prompt:
-            ctx.bridge.record(UserMessageChunk(content=block))
+            ctx.bridge.record(UserMessageChunk(content=block, message_id=report.user_message_id))
         command = commands.parse(prompt)
         if command is not None:
             try:
-                return await commands.run(commands.CommandContext(session, turn, self.check), *command)
+                return await commands.run(
+                    commands.CommandContext(session, turn, self.check, report.user_message_id), *command
+                )
             finally:
                 session.save_soon()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(PERSIST_TIMEOUT):
                     await session.flush()
         await _name_session(session, prompt)
-        return await turn.run(prompt)
+        return await turn.run(prompt, report.user_message_id)
 
-    async def resume_turn(self, session: Session) -> StopReason:
+    async def resume_turn(self, session: Session, report: TurnReport) -> StopReason:
         ctx = session.turn_context()
-        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx)
-        return await Turn(ctx, model, ToolExecutor(ctx)).resume()
+        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx, bill=report.spent)
+        return await Turn(ctx, model, ToolExecutor(ctx, model.accepts_images)).resume()
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:

@@ -1,10 +1,11 @@
 """What the model is told about where it works: a system prompt fixed per conversation, and short updates.
 
 The system prompt (`prompts/system.md`: how to work, and the environment as it was when the conversation
-began — folder, OS, date, permission mode, git state, AGENTS.md files, the skills' names and descriptions) is
-built once per conversation and stored with the session, so every request of a session starts with the same
-bytes and a provider's prompt cache can serve them. It is rebuilt only when the conversation restarts:
-`/clear`, `/compact` (or an automatic compaction) and a model switch.
+began — folder, OS, date, permission mode, git state, AGENTS.md files, the skills' names and descriptions, the
+sandbox's walls — then the session's own instructions, a `SystemPromptAddition`, which may instead replace how to
+work) is built once per conversation and stored with the session, so every request of a session starts with the
+same bytes and a provider's prompt cache can serve them. It is rebuilt only when the conversation restarts:
+`/clear`, `/compact` (or an automatic compaction), a model switch, and new instructions for the session.
 
 In an autonomous mode (`permissions.AUTONOMOUS_MODES`) and in a run no one watches (`coder-agent run`), the prompt
 tells the model to keep going until the task is done and verified, without stopping to ask
@@ -117,7 +118,7 @@ async def current_system_message(ctx: TurnContext) -> Message:
 
 
 def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
-    mode = ctx.policy.mode
+    mode, addition = ctx.policy.mode, ctx.system_prompt_addition
     on_its_own = autonomous(ctx)
     walls = ctx.sandbox.walls.describe() if ctx.sandbox is not None else None
     system = prompts.render(
@@ -127,6 +128,8 @@ def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
         autonomous=on_its_own,
         autonomy=working_text(True),
         sandbox=walls,
+        replaced_instructions=addition.text if addition is not None and addition.replaces else None,
+        added_instructions=addition.text if addition is not None and not addition.replaces else None,
     )
     ctx.conversation.fix_prompt(system, facts(env, mode, on_its_own))
 

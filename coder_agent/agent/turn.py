@@ -7,8 +7,14 @@ repeats until the model stops asking for tools or a limit is hit. Every request 
 bytes as the one before it: the conversation's fixed system prompt, the tools in a fixed order (built-ins,
 then MCP tools by name), the history. The model is metered (`agent.metering`): after every call the client
 gets a `usage_update` when the provider's usage report arrives, which the turn awaits in the background, so
-neither the prompt response nor the next tool call waits for it. Near the context window, and when the
-provider says the request no longer fits, older turns are compacted into a summary.
+the next tool call does not wait for it; before the turn ends it waits for the reports still on their way (at
+most `USAGE_WAIT`, the tail of the last answer's stream), so the prompt's response carries the turn's whole
+usage. Near the context window, and when the provider says the request no longer fits, older turns are
+compacted into a summary.
+
+A message the user sends while the turn runs (`_session/steering`: `session.steering`) reaches the model at
+its next request: after the tool calls of the answer before, as a user message shown in its place; a turn that
+would end with one waiting carries on with it. A cancel leaves what waits out of the conversation.
 
 A turn sees its session only through its `TurnContext`. The history stays valid whatever happens: a cancel
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
@@ -23,6 +29,8 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import anyio
 
 from coder_agent.agent import system_prompt
 from coder_agent.agent.compaction import compact_session
@@ -41,12 +49,20 @@ from coder_agent.model.base import (
     ToolCallRequest,
 )
 from coder_agent.protocol.content import ContentBlock, EmbeddedResource, ImageContent, TextContent
-from coder_agent.protocol.schema import AgentMessageChunk, AgentThoughtChunk, StopReason
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    StopReason,
+    UserMessageChunk,
+    new_message_id,
+)
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
+USAGE_WAIT = 3.0
+"""The longest a turn's end waits for usage reports still on their way (they come right after the answer)."""
 DOOM_LOOP_REPEATS = 3
 """Identical tool call + identical result this many times in a row stops the turn."""
 
@@ -73,13 +89,19 @@ class Turn:
         self.tools = tools
         self.streamed: list[str] = []  # text shown to the user during the model call in flight
         self.recent_calls: list[str] = []
+        self.bills: list[anyio.Event] = []  # set as each call's usage report is counted
+        self.reply_id = new_message_id()
+        """The `messageId` of the model's answer (and, apart, of its thoughts) in the call in flight."""
+        self.thought_id = new_message_id()
 
     @property
     def history(self) -> list[Message]:
         """The conversation the model sees (read it here; it changes through `self.conversation`)."""
         return self.conversation.messages
 
-    async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
+    async def run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
+        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`."""
+        await self.client.turn_starting()
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
@@ -89,14 +111,20 @@ class Turn:
         turn_start = len(self.history)
         self.conversation.append(user.message)
         self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
+        self.mark(user_message_id)
         self.ctx.save_soon()  # the prompt survives a kill while the model answers
+        steering = self.ctx.steering
+        steering.open()
         try:
             stop_reason = await self.loop(turn_start)
-        except BaseException:  # a failure or a cancel: save what is left now, there is no answer to wait for
+        except BaseException as exc:  # a failure or a cancel: save what is left now, there is no answer to wait for
+            steering.close("cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "ended")
             self.finish_turn()
             self.ctx.save_soon()
             raise
+        steering.close("cancelled" if stop_reason == "cancelled" else "ended")
         self.finish_turn()
+        await self.bills_in()
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
 
@@ -108,6 +136,7 @@ class Turn:
         compacted_for_overflow = False
         for _ in range(self.config.max_turn_requests):
             await self.maybe_compact()
+            await self.take_steering()
             try:
                 turn = await self.call_model()
             except ContextWindowExceeded as exc:
@@ -119,6 +148,7 @@ class Turn:
             except StreamCut as exc:
                 self.streamed.clear()
                 self.conversation.append(exc.partial.message)
+                self.mark(self.reply_id, self.thought_id)
                 await self.say(f"\n\n**{exc}** The partial answer above is kept; send a message to continue.\n")
                 return "end_turn"
             except ModelAuthError as exc:
@@ -127,6 +157,7 @@ class Turn:
                 raise ModelUnavailable(f"The model call failed: {exc}") from None
             compacted_for_overflow = False
             self.conversation.append(turn.message)
+            self.mark(self.reply_id, self.thought_id)
             self.settle(turn)
             self.ctx.save_soon()
             if turn.finish_reason == "content_filter":
@@ -138,8 +169,12 @@ class Turn:
                     self.add_tool_result(call.id, "Not run: the model's output was cut at max_tokens.")
                 return "max_tokens"
             if not turn.tool_calls:
-                return "end_turn"
+                if self.ctx.steering.close_unless_waiting():
+                    return "end_turn"
+                continue  # the user said more meanwhile: the model answers that too
             stopped = await self.run_calls(turn.tool_calls)
+            if stopped == "end_turn" and not self.ctx.steering.close_unless_waiting():
+                continue  # the turn would end here, but the user said more meanwhile
             if stopped is not None:
                 return stopped
         await self.say(
@@ -209,6 +244,7 @@ class Turn:
 
     async def call_model(self) -> ModelTurn:
         self.streamed.clear()
+        self.reply_id, self.thought_id = new_message_id(), new_message_id()
         system = await system_prompt.current_system_message(self.ctx)
         sink = StreamSink(on_text=self.on_text, on_thought=self.on_thought, on_retry=self.on_retry)
         turn = await self.model.stream([system, *self.history], self.tool_specs(), sink)
@@ -217,17 +253,24 @@ class Turn:
 
     async def on_text(self, text: str) -> None:
         self.streamed.append(text)
-        await self.client.update(AgentMessageChunk(content=TextContent(text=text)))
+        await self.client.update(AgentMessageChunk(content=TextContent(text=text), message_id=self.reply_id))
 
     async def on_thought(self, text: str) -> None:
-        await self.client.update(AgentThoughtChunk(content=TextContent(text=text)))
+        await self.client.update(AgentThoughtChunk(content=TextContent(text=text), message_id=self.thought_id))
 
     async def on_retry(self, note: str) -> None:
         await self.client.notice("warning", "The model call failed; retrying", note)
 
     async def say(self, text: str) -> None:
-        """A message from the agent itself (not the model); shown, and not added to the history."""
-        await self.client.update(AgentMessageChunk(content=TextContent(text=text)))
+        """A message from the agent itself (not the model), with an id of its own; shown, not added to the history."""
+        await self.client.update(AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()))
+
+    def mark(self, *message_ids: str) -> None:
+        """These messages are complete: those the client was shown end where the history is now (a fork at one
+        keeps all of it)."""
+        for message_id in message_ids:
+            if message_id in self.conversation.marks:
+                self.conversation.mark(message_id, self.ctx.checkpoints.current_turn)
 
     def tool_specs(self) -> list[dict[str, Any]]:
         """The tools in a fixed order (the registry's: the built-ins as listed, then MCP tools by name)."""
@@ -237,31 +280,53 @@ class Turn:
         return await system_prompt.current_system_message(self.ctx)
 
     def settle(self, turn: ModelTurn) -> None:
-        """Have the call's usage report counted when it arrives (`agent.metering`): alongside the tools the
-        model asked for, or, after its last answer, once the prompt's response is written."""
+        """Have the call's usage report counted when it arrives (`agent.metering`), beside the turn: the tools
+        the model asked for run meanwhile, and the end of the turn waits for it (`bills_in`)."""
         settle = turn.settle
         if settle is None:
             return
-        if turn.tool_calls:
-            self.ctx.tasks.start_soon(self._settle, settle)
-        else:
-            self.ctx.after_response(lambda: self._settle(settle))
+        counted = anyio.Event()
+        self.bills.append(counted)
+        self.ctx.tasks.start_soon(self._settle, settle, counted)
+
+    async def bills_in(self) -> None:
+        """Wait for the usage reports still on their way, at most `USAGE_WAIT` (a late one is still counted)."""
+        with anyio.move_on_after(USAGE_WAIT):
+            for counted in self.bills:
+                await counted.wait()
 
     async def _save(self) -> None:
         self.ctx.save_soon()
 
-    async def _settle(self, settle: Callable[[], Awaitable[Spend]]) -> None:
+    async def _settle(self, settle: Callable[[], Awaitable[Spend]], counted: anyio.Event) -> None:
         try:
             await settle()
         except Exception:
             session = self.ctx.session_id
             log.warning("session %s: the usage of a model call could not be reported", session, exc_info=True)
             return
+        finally:
+            counted.set()
         self.ctx.save_soon()
+
+    async def take_steering(self) -> None:
+        """Put the messages the user sent meanwhile into the conversation, each shown as a user message here."""
+        for steer in self.ctx.steering.take():
+            prompt = steer.prompt
+            user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
+            self.conversation.append(user.message)
+            for block in prompt:
+                await self.client.update(UserMessageChunk(content=block, message_id=steer.message_id))
+            self.mark(steer.message_id)
+            steer.settle("taken")
+            for note in user.notes:
+                await self.say(f"_{note}_\n\n")
 
     # ---- compaction ---------------------------------------------------------------------------
 
     async def maybe_compact(self) -> None:
+        if not self.ctx.auto_compact:
+            return
         used = self.conversation.context_tokens
         if used and used >= self.config.compact_threshold * await self.model.context_window():
             await self.compact_now()
@@ -295,6 +360,7 @@ class Turn:
         if self.streamed:
             self.conversation.append({"role": "assistant", "content": "".join(self.streamed) + "\n[interrupted]"})
             self.streamed.clear()
+            self.mark(self.reply_id, self.thought_id)
         self.conversation.answer_pending(CANCELLED_TOOL_RESULT)
 
 

@@ -1,7 +1,8 @@
 """ACP prompt content blocks → the user message for the model (OpenAI-style content parts).
 
-Text and resource links are one run of prose (editors split "look at @foo.rs please" into three blocks),
-so they join without separators; attached file contents and images are parts of their own.
+Text and resource links are one run of prose: editors split "look at @foo.rs please" into three blocks (text,
+link, text), which join without separators, while two text blocks in a row are two paragraphs (a blank line
+between them). Attached file contents and images are parts of their own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from coder_agent.protocol.content import (
     TextContent,
 )
 
+TEXT, LINK = "text", "link"
+PARAGRAPH = "\n\n"
+
 
 @dataclass
 class UserMessage:
@@ -35,9 +39,9 @@ def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> U
     notes: list[str] = []
     for block in blocks:
         if isinstance(block, TextContent):
-            _inline(parts, block.text)
+            _inline(parts, block.text, TEXT)
         elif isinstance(block, ResourceLink):
-            _inline(parts, f"[{block.title or block.name}]({block.uri})")
+            _inline(parts, f"[{block.title or block.name}]({block.uri})", LINK)
         elif isinstance(block, EmbeddedResource):
             resource = block.resource
             if isinstance(resource, BlobResourceContents):
@@ -61,12 +65,15 @@ def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> U
     return UserMessage({"role": "user", "content": content}, notes)
 
 
-def _inline(parts: list[dict[str, Any]], text: str) -> None:
-    """Continue the run of prose the last part started, or start one."""
-    if parts and parts[-1].get("inline"):
-        parts[-1]["text"] += text
+def _inline(parts: list[dict[str, Any]], text: str, kind: str) -> None:
+    """Continue the run of prose the last part started (a text after a text as a new paragraph), or start one."""
+    last = parts[-1] if parts else None
+    if last is not None and last.get("inline"):
+        separator = PARAGRAPH if kind == TEXT == last["inline"] and last["text"] and text else ""
+        last["text"] += separator + text
+        last["inline"] = kind
     else:
-        parts.append({**_text(text), "inline": True})
+        parts.append({**_text(text), "inline": kind})
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -5,6 +5,8 @@ writing it (the first call per file and turn snapshots its content into the blob
 after (a digest of what it wrote). `undo_last` pops the newest checkpoint and returns an `UndoPlan`: what to write
 back, what to delete, and which files changed since the agent's edit. It writes nothing itself: the caller writes
 through the editor. Blobs the history no longer needs are released as checkpoints leave it (`BlobStore.retain`).
+A forked session's recorder takes its history's blobs from the session it was forked from (`copy_blobs_from`),
+so each keeps its own: an undo in one, or deleting one, never releases what the other needs.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ class Checkpoints:
         self._turn: _OpenTurn | None = None
         self._lock = anyio.Lock()
 
+    @property
+    def current_turn(self) -> str | None:
+        """The id of the turn being recorded, or None between turns."""
+        return self._turn.turn_id if self._turn is not None else None
+
     def begin_turn(self, turn_id: str) -> None:
         """Start recording a turn; a turn still open is ended first (its checkpoint kept)."""
         if self._turn is not None:
@@ -109,6 +116,28 @@ class Checkpoints:
     def restore(self, history: list[TurnCheckpoint]) -> None:
         """The checkpoints of a stored session, oldest first."""
         self.history = list(history)
+
+    async def copy_blobs_from(self, source: Checkpoints) -> None:
+        """Keep, on this session's behalf, the blobs its history needs, read from `source` (the session it was forked
+        from). A checkpoint whose snapshots cannot be read there any more leaves the history (logged)."""
+
+        def work() -> list[TurnCheckpoint]:
+            kept: list[TurnCheckpoint] = []
+            for checkpoint in self.history:
+                try:
+                    data = source._read_blobs(checkpoint.files)
+                    for blob in data:
+                        if blob is not None:
+                            self._get_store().put(self.session_id, blob)
+                except CheckpointError as exc:
+                    log.warning("session %s: undo of turn %s left out: %s", self.session_id, checkpoint.turn_id, exc)
+                    continue
+                kept.append(checkpoint)
+            return kept
+
+        async with self._lock:
+            self.history = await anyio.to_thread.run_sync(work)
+            await self._retain(self._live_blobs())
 
     def put_back(self, checkpoint: TurnCheckpoint) -> None:
         """An undo that could not finish: its checkpoint is the newest again, so it can be tried once more."""

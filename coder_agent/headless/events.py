@@ -1,7 +1,8 @@
 """What a run adds up to, and the machine-readable formats `json` and `stream-json`.
 
-`Tally` watches the session's updates: the answer (the agent's text since its last tool call), the model
-requests and their tokens, and the files its edit tools changed. `RunResult` is the end of a run; `json` prints
+`Tally` watches the session's updates: the answer (the agent's text since its last tool call), the context's
+size after the last model request, and the files its edit tools changed (the requests, tokens and cost of the
+run are its turn's report, complete when the turn ends). `RunResult` is the end of a run; `json` prints
 it as one object. `stream-json` prints one object per line as things happen: `session` first (its id, folder,
 model and mode), then every ACP session update in the wire's own shape (`update`: `agent_message_chunk`,
 `tool_call`, `tool_call_update`, `plan`, `usage_update`, ...), `permission` when a question was answered, and the
@@ -94,8 +95,6 @@ class Tally:
                 self._content[update.tool_call_id] = list(update.content)
             self._finish(update.tool_call_id, update.status)
         elif isinstance(update, UsageUpdate):
-            self.usage.model_requests += 1
-            self.usage.tokens += update.used
             self.usage.context_tokens = update.used
             self.usage.context_window = update.size
 

@@ -44,6 +44,7 @@ from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
 from coder_agent.secrets import redact
 from coder_agent.session.local_bridge import LocalBridge
+from coder_agent.session.turn_runner import TurnReport
 from coder_agent.stdio import reserve_stdout
 from coder_agent.store import StoreError
 
@@ -78,7 +79,8 @@ class _RunState:
     resumed: bool = False
     own_settings: bool = False
     """The run's own settings are in force (the session's stored ones go back when it ends)."""
-    cost_before: float = 0.0
+    report: TurnReport | None = None
+    """The prompt's turn, once it ended: its usage and cost are the run's."""
     stop_reason: StopReason | None = None
     error: str | None = None
     interrupted: int | None = None
@@ -171,7 +173,6 @@ async def _work(
             "give --mode to choose another.",
         )
     run.mode = saved.policy.mode
-    run.cost_before = saved.spending.cost
     tally.cwd = saved.cwd
     output.started(
         {
@@ -185,10 +186,12 @@ async def _work(
     )
     await manager.ready(session)
     prompt = options.prompt_text()
+    run.report = TurnReport()
     if prompt is None:
-        run.stop_reason = await manager.resume(session)
+        await manager.resume(session, run.report)
     else:
-        run.stop_reason = await manager.prompt(session, [TextContent(text=prompt)])
+        await manager.prompt(session, [TextContent(text=prompt)], run.report)
+    run.stop_reason = run.report.stop_reason
 
 
 async def _open(
@@ -286,9 +289,11 @@ def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResul
         files_changed=tally.files_changed,
         refused=refused,
     )
-    if session is not None:
-        spent = session.state.spending.cost - run.cost_before
-        result.cost = round(spent, 6) if spent > 0 else None
+    if run.report is not None:
+        spent = run.report.spent
+        result.usage.model_requests = spent.requests
+        result.usage.tokens = spent.input_tokens + spent.output_tokens
+        result.cost = round(spent.cost, 6) if spent.cost > 0 else None
     if run.interrupted is not None:
         result.stop_reason = "cancelled"
         result.exit_code = EXIT_INTERRUPTED if run.interrupted == signal.SIGINT else 128 + run.interrupted

@@ -38,6 +38,7 @@ from coder_agent.model.base import ModelError, StreamSink
 log = logging.getLogger(__name__)
 
 WARM_UP_MODEL = "openai/warm-up"
+WARM_UP_HOST = "warm-up.invalid"
 
 _start = threading.Lock()
 _ready = threading.Event()
@@ -105,7 +106,8 @@ def _load() -> None:
         litellm.disable_streaming_logging = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
             logging.getLogger(name).setLevel(logging.WARNING)
-        log.info("litellm %s loaded", getattr(litellm, "__version__", "?"))
+        logging.getLogger("httpx2").addFilter(_not_the_warm_up)
+        log.info("litellm %s loaded", _version("litellm"))
     except BaseException as exc:  # reported to the first prompt that needs the model
         _import_error = exc
         log.exception("litellm failed to import")
@@ -143,7 +145,7 @@ async def _warm_up(litellm: ModuleType) -> None:
     tool = {"type": "function", "function": {"name": "noop", "description": "-", "parameters": {"type": "object"}}}
     transport = httpx2.MockTransport(lambda request: httpx2.Response(200, headers=_SSE_HEADERS, content=_SSE_BODY))
     async with httpx2.AsyncClient(transport=transport) as http:
-        client = openai.AsyncOpenAI(api_key="warm-up", base_url="http://warm-up.invalid/v1", http_client=http)
+        client = openai.AsyncOpenAI(api_key="warm-up", base_url=f"http://{WARM_UP_HOST}/v1", http_client=http)
         response = await litellm.acompletion(
             model=WARM_UP_MODEL,
             messages=messages,
@@ -158,6 +160,21 @@ async def _warm_up(litellm: ModuleType) -> None:
         if turn.settle is not None:
             await turn.settle()
     model_info(litellm, WARM_UP_MODEL)
+
+
+def _not_the_warm_up(record: logging.LogRecord) -> bool:
+    """Leave out the HTTP client's line about the warm-up's request: it never left the process."""
+    return WARM_UP_HOST not in record.getMessage()
+
+
+def _version(package: str) -> str:
+    """The installed version of `package` (litellm has no `__version__`), or "(version unknown)"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 def _release_free_memory() -> None:

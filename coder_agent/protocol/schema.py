@@ -5,6 +5,7 @@ Only what coder-agent sends or reads is modelled; `tests/acp_schema/schema.json`
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -60,9 +61,14 @@ class FileSystemCapabilities(_Lenient):
     write_text_file: StrictBool = False
 
 
+class ConfigOptionsCapabilities(_Lenient):
+    boolean: dict[str, Any] | None = None
+
+
 class ClientSessionCapabilities(_Lenient):
     compaction: dict[str, Any] | None = None
     notices: dict[str, Any] | None = None
+    config_options: ConfigOptionsCapabilities | None = None
 
 
 class ElicitationCapabilities(_Lenient):
@@ -96,6 +102,8 @@ class SessionCapabilities(AcpModel):
     resume: dict[str, Any] | None = None
     close: dict[str, Any] | None = None
     additional_directories: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+    system_prompt: dict[str, Any] | None = None
 
 
 class AgentCapabilities(AcpModel):
@@ -162,10 +170,19 @@ class McpServerSse(AcpModel):
 McpServer = Annotated[McpServerStdio | McpServerHttp | McpServerSse, Field(union_mode="left_to_right")]
 
 
+class SystemPrompt(AcpModel):
+    """The client's instructions for a session (unstable `systemPrompt`): `append` to the agent's own, or
+    `override` them; content is text blocks (checked by the agent, which names what it cannot take)."""
+
+    mode: str
+    content: list[ContentBlock]
+
+
 class NewSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
 
 
 class SessionMode(AcpModel):
@@ -185,22 +202,35 @@ class SelectOption(AcpModel):
     description: str | None = None
 
 
-class SessionConfigOption(AcpModel):
-    """A select option (the only kind we offer: boolean ones need a client capability)."""
-
+class _ConfigOptionBase(AcpModel):
     id: str
     name: str
     description: str | None = None
     category: str | None = None
+
+
+class SessionConfigOption(_ConfigOptionBase):
+    """A select option (a dropdown)."""
+
     type: Literal["select"] = "select"
     current_value: str
     options: list[SelectOption]
 
 
+class BooleanConfigOption(_ConfigOptionBase):
+    """An on/off option: only for clients that advertise `session.configOptions.boolean`."""
+
+    type: Literal["boolean"] = "boolean"
+    current_value: bool
+
+
+ConfigOption = SessionConfigOption | BooleanConfigOption
+
+
 class NewSessionResponse(AcpModel):
     session_id: str
     modes: SessionModeState | None = None
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[ConfigOption] | None = None
 
 
 class LoadSessionRequest(AcpModel):
@@ -208,6 +238,7 @@ class LoadSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -215,11 +246,19 @@ class ResumeSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
     additional_directories: list[str] = Field(default_factory=list)
+    system_prompt: SystemPrompt | None = None
+
+
+class ForkSessionRequest(ResumeSessionRequest):
+    """`session/fork` (unstable): a new session from another's history, whole or up to a message (`messageId`,
+    the RFD session-fork-at-message: inclusive)."""
+
+    message_id: str | None = None
 
 
 class LoadSessionResponse(AcpModel):
     modes: SessionModeState | None = None
-    config_options: list[SessionConfigOption] | None = None
+    config_options: list[ConfigOption] | None = None
 
 
 class ListSessionsRequest(AcpModel):
@@ -250,12 +289,42 @@ class PromptRequest(SessionRequest):
     prompt: list[ContentBlock]
 
 
+class TurnUsage(AcpModel):
+    """The tokens of a prompt's turn (ACP's unstable `Usage`); input counts every input token, the cached ones too."""
+
+    total_tokens: int
+    input_tokens: int
+    output_tokens: int
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+
+
 class PromptResponse(AcpModel):
     stop_reason: StopReason
+    user_message_id: str | None = None
+    """The id the prompt's user message got (its `user_message_chunk`s carry it; the message-id RFD)."""
+    usage: TurnUsage | None = None
+    """What the turn's model calls used (unstable in ACP); its cost is in `_meta`."""
 
 
 class CancelNotification(SessionRequest):
     pass
+
+
+class SteeringRequest(SessionRequest):
+    """`_session/steering`, the extension of Claude's adapter and codex-acp: a message for the turn in flight.
+    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs."""
+
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class SteeringResponse(AcpModel):
+    """`injected` (into the running turn, as the user message `messageId`), `startedNewTurn`, or `promptRequired`
+    with `reason` `noRunningTurn`."""
+
+    outcome: Literal["injected", "startedNewTurn", "promptRequired"]
+    reason: str | None = None
+    message_id: str | None = None
 
 
 class SetSessionModeRequest(SessionRequest):
@@ -264,32 +333,44 @@ class SetSessionModeRequest(SessionRequest):
 
 class SetSessionConfigOptionRequest(SessionRequest):
     config_id: str
-    value: str
+    type: str | None = None
+    """`boolean` for a boolean value; absent (or another type) for a value id."""
+    value: StrictBool | StrictStr
 
 
 class SetSessionConfigOptionResponse(AcpModel):
-    config_options: list[SessionConfigOption]
+    config_options: list[ConfigOption]
 
 
 # ---- session/update -----------------------------------------------------------------------------
 
 
+def new_message_id() -> str:
+    """A fresh `messageId`: every chunk of one message carries the same one (a UUID, as clients expect)."""
+    return str(uuid.uuid4())
+
+
 class UserMessageChunk(AcpModel):
     session_update: Literal["user_message_chunk"] = "user_message_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
+    """Every chunk we send names its message (ACP's `messageId`, optional on the wire, always set by us)."""
 
 
 class AgentMessageChunk(AcpModel):
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
 
 
 class AgentThoughtChunk(AcpModel):
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
     content: ContentBlock
-    message_id: str | None = None
+    message_id: str
+    """A thought is a message of its own: never the id of the answer it comes with."""
+
+
+MessageChunk = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk
 
 
 class ToolCallStart(AcpModel):
@@ -347,7 +428,7 @@ class CurrentModeUpdate(AcpModel):
 
 class ConfigOptionUpdate(AcpModel):
     session_update: Literal["config_option_update"] = "config_option_update"
-    config_options: list[SessionConfigOption]
+    config_options: list[ConfigOption]
 
 
 class SessionInfoUpdate(AcpModel):

@@ -70,12 +70,21 @@ class ClientBridge(Protocol):
     @property
     def supports_compaction_updates(self) -> bool: ...
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        """Whether the client shows boolean config options (`session.configOptions.boolean`)."""
+        ...
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one `session/update`; `live_only` ones are not replayed by `session/load`."""
         ...
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         """Tell the user something live (a retry, a server that failed); never replayed."""
+        ...
+
+    async def turn_starting(self) -> None:
+        """A model turn is about to begin: say now what the user should read before its answer (once)."""
         ...
 
     async def read_text_file(

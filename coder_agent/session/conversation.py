@@ -1,19 +1,67 @@
 """`Conversation`: what the model has been told and answered (OpenAI-style messages, the system prompt apart),
-and `Spending`: what the session's model calls cost.
+`Spending`: what the session's model calls cost, and `SystemPromptAddition`: the session's own instructions,
+which the system prompt is built with.
 
 Both are part of a session's saved state and change only through their methods here: the turn appends to the
 history and repairs it, a compaction replaces it, `/clear` empties it, and the metered model (`agent.metering`)
 is the one caller of `Spending.add` and of `Conversation.measure`. The context size counts only from the
 latest model call of this conversation: a report that arrives late (a later call, a compaction or a `/clear`
 came first) no longer describes it.
+
+The conversation also keeps a `Mark` for each message the client was shown (by its `messageId`): how much of
+the history it ends, and the turn it belongs to. That is where `session/fork` can cut the conversation at a
+message. The marks go with the history they point into: a compaction or `/clear` drops them (those messages
+can no longer be forked at), and a cut moves the marks beyond it back to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from coder_agent.model.base import Message
+from coder_agent.model.base import Message, Usage
 from coder_agent.session.call_repair import answer_pending_calls
+
+
+@dataclass(frozen=True)
+class SystemPromptAddition:
+    """Instructions a session was given for its system prompt (by the editor: ACP's `systemPrompt`; or the command
+    line): added after the agent's own, or, with `replaces`, in place of its instructions on how to work (the
+    environment, the project's AGENTS.md files, the tools and the permission rules stay)."""
+
+    text: str
+    replaces: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "mode": "override" if self.replaces else "append"}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SystemPromptAddition | None:
+        """The stored form back; None for anything else (a record without one, or a malformed one)."""
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str) or not data["text"].strip():
+            return None
+        return cls(data["text"], replaces=data.get("mode") == "override")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where a message the client was shown ends in the history, and the turn it belongs to."""
+
+    end: int
+    """How many history messages the conversation had when the message was complete."""
+    turn: str | None
+    """The undo checkpoints' turn it was shown in (None outside a model turn)."""
+
+    def stored(self) -> list[Any]:
+        return [self.end, self.turn]
+
+    @classmethod
+    def from_stored(cls, value: Any, length: int) -> Mark | None:
+        """A stored mark back, if it makes sense for a history of `length` messages; else None."""
+        match value:
+            case [int() as end, str() | None as turn] if not isinstance(end, bool) and 0 <= end <= length:
+                return cls(end, turn)
+        return None
 
 
 @dataclass
@@ -29,6 +77,8 @@ class Conversation:
     """The facts about the environment the model was last told (date, git state, AGENTS.md files, mode)."""
     calls: int = 0
     """Model calls counted so far (not stored): a usage report counts for the context only if it is the latest."""
+    marks: dict[str, Mark] = field(default_factory=dict)
+    """Message id -> where it ends, in the order the messages were first shown."""
 
     # ---- the history ----------------------------------------------------------------------------
 
@@ -38,6 +88,13 @@ class Conversation:
     def cut(self, start: int) -> None:
         """Drop the messages from `start` on (a turn the provider refused to answer)."""
         del self.messages[start:]
+        for message_id, mark in self.marks.items():
+            if mark.end > start:
+                self.marks[message_id] = Mark(start, mark.turn)
+
+    def mark(self, message_id: str, turn: str | None) -> None:
+        """The message `message_id` ends here (shown now, or complete now: a later mark of it moves it)."""
+        self.marks[message_id] = Mark(len(self.messages), turn)
 
     def reopen_calls(self, call_ids: set[str]) -> None:
         """Take back the answers of these calls at the end of the history (they are about to run after all)."""
@@ -55,6 +112,7 @@ class Conversation:
         self.messages[:] = messages
         self.context_tokens = 0
         self.calls += 1  # a usage report still on its way describes the context before the compaction
+        self.marks.clear()
         self.restart_prompt()
 
     def clear(self) -> None:
@@ -62,6 +120,7 @@ class Conversation:
         self.messages.clear()
         self.context_tokens = 0
         self.calls += 1
+        self.marks.clear()
         self.restart_prompt()
 
     # ---- the system prompt and the environment --------------------------------------------------
@@ -97,16 +156,25 @@ class Conversation:
 
 @dataclass
 class Spending:
-    """Money and tokens spent by a session's model calls: the turns', compactions', and MCP servers' samplings."""
+    """Money and tokens spent by model calls: a session's (the turns', compactions', and MCP servers' samplings),
+    or one turn's (what its prompt response reports)."""
 
     cost: float = 0.0
-    """USD, where the price is known (stored)."""
+    """USD, where the price is known (a session's is stored)."""
     input_tokens: int = 0
-    """Input tokens of the calls since the session opened (not stored), and those read from the prompt cache."""
+    """Input tokens of the calls counted so far (not stored), those read from and written to the prompt cache
+    included; then those read from it, those written to it, and output tokens."""
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    """Model calls whose bill was counted."""
 
-    def add(self, cost: float | None, input_tokens: int, cached_tokens: int) -> None:
+    def add(self, cost: float | None, usage: Usage) -> None:
         if cost:
             self.cost += cost
-        self.input_tokens += input_tokens
-        self.cached_tokens += cached_tokens
+        self.input_tokens += usage.prompt_tokens
+        self.cached_tokens += usage.cached_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        self.output_tokens += usage.completion_tokens
+        self.requests += 1

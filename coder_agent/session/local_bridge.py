@@ -74,6 +74,10 @@ class LocalBridge:
     def supports_compaction_updates(self) -> bool:
         return True
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        return False  # no one picks options: a run's settings come from its flags
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         if self.sink is not None:
             await self.sink(update)
@@ -82,6 +86,9 @@ class LocalBridge:
         from coder_agent.protocol.schema import NoticeUpdate
 
         await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
+
+    async def turn_starting(self) -> None:
+        return None
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
         answer = await self.answer(call, choices)

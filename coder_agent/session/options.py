@@ -1,7 +1,9 @@
-"""A session's config options (`configOptions`): mode, model and reasoning effort — built and applied.
+"""A session's config options (`configOptions`): mode, model and reasoning effort, and for clients that show
+boolean options (`session.configOptions.boolean`) auto-compaction — built and applied.
 
 Editors draw their mode and model pickers from these; `session/set_config_option` and `session/set_mode`
-come here, and the caller sends `config_option_update` (and `current_mode_update`) when a value changed.
+come here, and the caller sends `config_option_update` (and `current_mode_update`) when a value changed. A select
+option takes a value id, a boolean one a JSON boolean; anything else is refused naming the fix.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from typing import cast, get_args
 from coder_agent.config import ReasoningEffort
 from coder_agent.errors import InvalidParams
 from coder_agent.permissions import SANDBOXED_MODES, available_modes, is_mode
-from coder_agent.protocol.schema import SelectOption, SessionConfigOption
+from coder_agent.protocol.schema import BooleanConfigOption, ConfigOption, SelectOption, SessionConfigOption
+from coder_agent.session.session import Session
 from coder_agent.session.state import SessionState
 
 EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 DEFAULT_EFFORT = "default"
+AUTO_COMPACT = "auto_compact"
 
 
 def mode_config_option(current: str, sandboxed: bool) -> SessionConfigOption:
@@ -31,9 +35,15 @@ def mode_config_option(current: str, sandboxed: bool) -> SessionConfigOption:
     )
 
 
-def config_options(state: SessionState) -> list[SessionConfigOption]:
-    """Every option with its current value (the complete list, as ACP requires)."""
-    options: list[SessionConfigOption] = []
+def session_options(session: Session) -> list[ConfigOption]:
+    """The session's options as its client can show them."""
+    return config_options(session.state, booleans=session.services.bridge.supports_boolean_options)
+
+
+def config_options(state: SessionState, *, booleans: bool = False) -> list[ConfigOption]:
+    """Every option with its current value (the complete list, as ACP requires); `booleans`: the client shows
+    boolean options."""
+    options: list[ConfigOption] = []
     options.append(mode_config_option(state.policy.mode, state.policy.sandboxed))
     config = state.config
     if config.model:
@@ -59,15 +69,36 @@ def config_options(state: SessionState) -> list[SessionConfigOption]:
                 + [SelectOption(value=e, name=e.capitalize()) for e in EFFORTS],
             )
         )
+    if booleans:
+        options.append(
+            BooleanConfigOption(
+                id=AUTO_COMPACT,
+                name="Auto-compact",
+                description=(
+                    f"Summarise older turns when the context is {state.config.compact_threshold:.0%} full; "
+                    "off, only when the conversation no longer fits the model's window."
+                ),
+                current_value=state.auto_compact,
+            )
+        )
     return options
 
 
-def apply_option(state: SessionState, config_id: str, value: str) -> bool:
-    """Set one option; True if it changed. InvalidParams for an unknown option or value."""
-    current = {option.id: option for option in config_options(state)}
+def apply_option(state: SessionState, config_id: str, value: str | bool, *, booleans: bool = False) -> bool:
+    """Set one option; True if it changed. InvalidParams for an unknown option, or a value it does not take."""
+    current = {option.id: option for option in config_options(state, booleans=booleans)}
     option = current.get(config_id)
     if option is None:
         raise InvalidParams(f"Invalid params: configId: unknown config option {config_id!r}")
+    if isinstance(option, BooleanConfigOption):
+        if not isinstance(value, bool):
+            raise InvalidParams(f"Invalid params: value: {config_id} is a boolean option; send true or false")
+        if option.current_value == value:
+            return False
+        state.set_auto_compact(value)
+        return True
+    if not isinstance(value, str):
+        raise InvalidParams(f"Invalid params: value: {config_id} takes one of its value ids, not a boolean")
     allowed = [o.value for o in option.options]
     if config_id == "mode" and value in SANDBOXED_MODES and value not in allowed:
         raise InvalidParams(

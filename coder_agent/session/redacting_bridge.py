@@ -6,17 +6,20 @@ the labels of its choices) and question before the bridge underneath sees it, so
 `coder-agent run`'s output, nor the replay log (and so the store) can carry one. The manager wraps the bridge
 once, where the session opens; nothing else in the agent redacts what it shows. Files and commands pass
 through unchanged: a command must run as the model wrote it, and a file holds what it holds.
+
+Every message chunk that goes into the replay log is also reported to `shown` with its `messageId` (the session
+notes where the message ends in the conversation, for `session/fork`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from coder_agent import secrets
 from coder_agent.permissions import Choice, ChoiceKind
-from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
+from coder_agent.protocol.schema import MessageChunk, NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
 from coder_agent.session.replay import ReplayLog
@@ -26,24 +29,37 @@ from coder_agent.session.user_questions import Answer, Question
 class RedactingBridge:
     """A session's `ClientBridge`, redacted, with its replay log."""
 
-    def __init__(self, inner: ClientBridge, replay: ReplayLog) -> None:
+    def __init__(self, inner: ClientBridge, replay: ReplayLog, shown: Callable[[str], None] | None = None) -> None:
         self.inner = inner
         self.replay = replay
+        self.shown = shown
 
     @property
     def supports_compaction_updates(self) -> bool:
         return self.inner.supports_compaction_updates
 
+    @property
+    def supports_boolean_options(self) -> bool:
+        return self.inner.supports_boolean_options
+
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one update (`live_only`: not replayed by `session/load`)."""
         update = secrets.redact_model(update)
         if not live_only:
-            self.replay.record(update.wire())
+            self._record(update)
         await self.inner.update(update, live_only=live_only)
 
     def record(self, update: SessionUpdate) -> None:
         """Put an update in the replay log without showing it (the client already shows it its own way)."""
-        self.replay.record(secrets.redact_model(update).wire())
+        self._record(secrets.redact_model(update))
+
+    async def turn_starting(self) -> None:
+        await self.inner.turn_starting()
+
+    def _record(self, update: SessionUpdate) -> None:
+        self.replay.record(update.wire())
+        if self.shown is not None and isinstance(update, MessageChunk):
+            self.shown(update.message_id)
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         described = secrets.redact(description) if description is not None else None

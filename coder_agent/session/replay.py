@@ -1,15 +1,17 @@
 """The replay log: what a client was shown, kept so `session/load` can redraw the conversation.
 
 The log keeps the updates a client needs (user and agent messages, thoughts, tool calls with their final
-status and content, plans, compactions), merged as they arrive: consecutive text chunks of one kind become
-one chunk, every `tool_call_update` is folded into its `tool_call`, and a compaction is one
+status and content, plans, compactions), merged as they arrive: consecutive text chunks of one message (one
+kind, one `messageId`) become one chunk, so a replayed message has the id it had live; every
+`tool_call_update` is folded into its `tool_call`, and a compaction is one
 `compaction_update` entry with its last status and its whole summary (its `compaction_summary_chunk`s
 appended). Terminals do not outlive their turn, so a tool call whose terminal is gone is recorded once more
 with its output as text (an update recorded but not shown). Notices are live events and never enter the log.
 Only what a client was shown is recorded, after redaction: `session.redacting_bridge` feeds the log.
 
 A client that does not show compactions (`session.compaction`) is replayed a short agent message in place of
-each entry (`replayed`).
+each entry (`replayed`), whose `messageId` is the compaction's id. A log stored before chunks carried ids gets
+them when it is loaded (one per merged chunk), so every replayed chunk names its message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from coder_agent.protocol.schema import new_message_id
 from coder_agent.session.call_repair import fail_open_calls
 
 COMPACTION, SUMMARY_CHUNK = "compaction_update", "compaction_summary_chunk"
@@ -48,7 +51,8 @@ def record_update(events: list[dict[str, Any]], update: dict[str, Any]) -> None:
     if kind in CHUNKS and events:
         last = events[-1]
         content, last_content = update.get("content", {}), last.get("content", {})
-        if last.get("sessionUpdate") == kind and content.get("type") == "text" == last_content.get("type"):
+        same_message = last.get("sessionUpdate") == kind and last.get("messageId") == update.get("messageId")
+        if same_message and content.get("type") == "text" == last_content.get("type"):
             last["content"] = {**last_content, "text": last_content.get("text", "") + content.get("text", "")}
             return
     if kind == "tool_call_update":
@@ -110,7 +114,12 @@ def replayed(events: list[dict[str, Any]], *, compaction: bool) -> Iterator[dict
             text = f"\n\n_Compacting the conversation failed: {event.get('error') or 'no reason given'}_\n\n"
         else:
             continue
-        yield {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        message_id = str(event.get("compactionId") or new_message_id())
+        yield {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text},
+            "messageId": message_id,
+        }
 
 
 @dataclass
@@ -123,8 +132,19 @@ class ReplayLog:
         record_update(self.events, update)
 
     def load(self, events: list[dict[str, Any]]) -> None:
-        """Take back a stored log (in place: the session's bridge records into this same log)."""
+        """Take back a stored log (in place: the session's bridge records into this same log); chunks stored
+        without a `messageId` (by an older version) get one each."""
         self.events[:] = [dict(event) for event in events]
+        for event in self.events:
+            if event.get("sessionUpdate") in CHUNKS and not isinstance(event.get("messageId"), str):
+                event["messageId"] = new_message_id()
+
+    def last_event_of(self, message_id: str) -> int | None:
+        """The index of the last event of the message `message_id`, or None if the log has none."""
+        for index in range(len(self.events) - 1, -1, -1):
+            if self.events[index].get("messageId") == message_id:
+                return index
+        return None
 
     def replayed(self, *, compaction: bool) -> Iterator[dict[str, Any]]:
         return replayed(self.events, compaction=compaction)

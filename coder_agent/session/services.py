@@ -1,5 +1,6 @@
 """`SessionServices`: what a session runs on while it is open — its bridge to the client, its background tasks
-and saves, its MCP servers, its commands' sandbox, its memory of the files the model saw — none of it stored.
+and saves, its MCP servers, its commands' sandbox, its memory of the files the model saw, the messages waiting for its
+running turn — none of it stored.
 
 The session manager (`agent.manager`) composes them when the session opens and is the one writer of these
 fields; `aclose` ends what they hold when the session closes.
@@ -18,6 +19,7 @@ from coder_agent.protocol.schema import AvailableCommand
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
+from coder_agent.session.steering import SteeringInbox
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
@@ -39,6 +41,8 @@ class SessionServices:
     """Saves the session; the manager binds it to the store (a session without a store is never saved)."""
     files: FileMemory = field(default_factory=FileMemory)
     """What the model last saw of each file, to refuse edits of stale text."""
+    steering: SteeringInbox = field(default_factory=SteeringInbox)
+    """Messages the user sends while a model turn runs, waiting for its next model request."""
     mcp: McpHub | None = None
     """The session's MCP servers; None when the client gave none."""
     mcp_prompts: list[McpPromptInfo] = field(default_factory=list)

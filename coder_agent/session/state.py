@@ -20,7 +20,7 @@ from coder_agent.config import Config, ReasoningEffort
 from coder_agent.model.base import Message
 from coder_agent.permissions import DEFAULT_MODE, SANDBOXED_MODES, ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.session.call_repair import INTERRUPTED_RESULT
-from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.conversation import Conversation, Mark, Spending, SystemPromptAddition
 from coder_agent.session.replay import ReplayLog
 from coder_agent.store import SessionRecord, utc_now
 
@@ -60,6 +60,10 @@ class SessionState:
     unattended: bool = False
     """No one watches this run (`coder-agent run`): the model is told to finish the task on its own, as in an
     autonomous mode. Not stored: it holds for the run."""
+    system_prompt_addition: SystemPromptAddition | None = None
+    """The session's own instructions, built into its system prompt (stored with it)."""
+    auto_compact: bool = True
+    """Compact near the context window (`compact_threshold`); off, only when the conversation no longer fits."""
 
     @property
     def roots(self) -> list[Path]:
@@ -89,6 +93,9 @@ class SessionState:
         self.config = self.config.model_copy(update={"model": model})
         self.conversation.restart_prompt()
 
+    def set_auto_compact(self, on: bool) -> None:
+        self.auto_compact = on
+
     def set_reasoning_effort(self, effort: ReasoningEffort | None) -> None:
         self.config = self.config.model_copy(update={"reasoning_effort": effort})
 
@@ -100,6 +107,19 @@ class SessionState:
         """This run has no one watching (see `unattended`)."""
         self.unattended = True
 
+    def restart_prompt(self) -> None:
+        """Have the next turn build the system prompt anew (the environment it describes is not the one it was
+        built in: a fork that works elsewhere)."""
+        self.conversation.restart_prompt()
+
+    def set_system_prompt_addition(self, addition: SystemPromptAddition | None) -> None:
+        """Give the session its own instructions (None: none); a change rebuilds the system prompt at the next turn
+        (a prompt already built said otherwise), the same one keeps it, so the prompt cache holds."""
+        if addition == self.system_prompt_addition:
+            return
+        self.system_prompt_addition = addition
+        self.conversation.restart_prompt()
+
     def store_instead(self, *, mode: ModeName | None, model: str | None) -> None:
         """Save this mode and model instead of those in force (None: save what is in force)."""
         self.stored_mode = mode
@@ -110,6 +130,10 @@ class SessionState:
         if self.stored_mode is not None:
             self.policy.mode = self.stored_mode
         self.stored_mode = None
+
+    def mark_message(self, message_id: str) -> None:
+        """A message was shown: the conversation notes where it ends (a fork can start there)."""
+        self.conversation.mark(message_id, self.checkpoints.current_turn)
 
     # ---- stored form ----------------------------------------------------------------------------
 
@@ -135,6 +159,9 @@ class SessionState:
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
             mcp_servers=[_without_keys(server) for server in self.mcp_servers],
+            marks={key: mark.stored() for key, mark in self.conversation.marks.items()},
+            system_prompt=_redacted(self.system_prompt_addition),
+            auto_compact=self.auto_compact,
         )
 
     def conversation_record(self) -> list[Message]:
@@ -156,13 +183,15 @@ class SessionState:
         self.created_at = record.created_at
         messages = list(record.messages)
         system = messages.pop(0) if messages and messages[0].get("role") == SYSTEM_ROLE else None
-        self.conversation = Conversation(messages, record.context_tokens)
+        self.conversation = Conversation(messages, record.context_tokens, marks=_marks(record.marks, len(messages)))
         if system is not None:
             environment = system.get(ENVIRONMENT_KEY) or {}
             prompt = str(system.get("content") or "")
             if prompt:
                 self.conversation.fix_prompt(prompt, {str(k): str(v) for k, v in environment.items()})
         self.spending = Spending(cost=record.cost)
+        self.system_prompt_addition = SystemPromptAddition.from_dict(record.system_prompt)
+        self.auto_compact = record.auto_compact
         self.replay.load(record.events)
         calls, compactions = self.replay.repair()
         if self.conversation.answer_pending(INTERRUPTED_RESULT) + calls:
@@ -193,3 +222,15 @@ def _without_keys(server: dict[str, Any]) -> dict[str, Any]:
                 entry for entry in kept[part] if secrets.redact(str(entry.get("value", ""))) == entry.get("value")
             ]
     return kept
+
+
+def _marks(stored: dict[str, list[Any]], length: int) -> dict[str, Mark]:
+    """The stored marks that make sense for a history of `length` messages (others are left out)."""
+    marks = {message_id: Mark.from_stored(value, length) for message_id, value in stored.items()}
+    return {message_id: mark for message_id, mark in marks.items() if mark is not None}
+
+
+def _redacted(addition: SystemPromptAddition | None) -> dict[str, Any] | None:
+    if addition is None:
+        return None
+    return {**addition.to_dict(), "text": secrets.redact(addition.text)}

@@ -19,9 +19,10 @@ from anyio.abc import TaskGroup
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
 from coder_agent.permissions import PermissionPolicy
-from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.conversation import Conversation, Spending, SystemPromptAddition
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
+from coder_agent.session.steering import SteeringInbox
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
@@ -45,11 +46,17 @@ class TurnContext:
     checkpoints: Checkpoints
     conversation: Conversation
     spending: Spending
+    system_prompt_addition: SystemPromptAddition | None
+    """The session's own instructions, for the system prompt when it is built."""
     mcp: McpHub | None
     sandbox: CommandSandbox | None
     """The walls the session's commands run in (not in full-auto); None when they cannot be sandboxed."""
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
+    steering: SteeringInbox
+    """Messages the user sends while the turn runs (the turn opens it, takes them, and closes it)."""
+    auto_compact: bool
+    """Compact the conversation when it nears the context window (off: only when it no longer fits)."""
     save_soon: Callable[[], None]
     """Ask for a save of the session, in the background."""
     after_response: Callable[[Job], None]

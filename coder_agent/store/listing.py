@@ -1,5 +1,8 @@
 """Listing stored sessions: pages newest first, cursors tied to their filter, and the caches that keep it cheap.
 
+Sessions opened and never prompted are left out (they stay loadable by id): an editor that opens a session per
+window would otherwise fill the list with untitled, empty entries.
+
 A cursor marks a position in the order (`updated_at`, then id), not an offset: sessions saved or deleted between two
 calls never make a later page repeat or skip the others. It carries the `cwd` filter it was made for, and any other
 cursor is refused (`InvalidCursor`).
@@ -78,7 +81,7 @@ class SessionListing:
         rows = [
             (item.order, item.summary)
             for item in listed
-            if item.summary is not None and (cwd is None or item.summary.cwd == cwd)
+            if item.summary is not None and item.summary.prompted and (cwd is None or item.summary.cwd == cwd)
         ]
         rows.sort(key=lambda row: row[0], reverse=True)
         if after is not None:

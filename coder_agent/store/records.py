@@ -95,6 +95,14 @@ class SessionRecord(BaseModel):
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     """The MCP servers the session was last opened with, in ACP's `McpServer` shape (an env or header entry whose
     value holds a model key left out), so a run that continues an editor's session starts them too."""
+    system_prompt: dict[str, Any] | None = None
+    """The session's own instructions for its system prompt (`text`, `mode`: append or override); opaque to the
+    store."""
+    auto_compact: bool = True
+    """Whether the session compacts near the context window (a config option)."""
+    marks: dict[str, list[Any]] = Field(default_factory=dict)
+    """Where each message shown ends in `messages` (message id -> [end, turn id]), for `session/fork`; opaque to
+    the store."""
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -112,6 +120,9 @@ class SessionSummary(BaseModel):
     additional_directories: list[str] = Field(default_factory=list)
     model: str | None = None
     """The session's model (None in sidecars written before it was kept there)."""
+    prompted: bool = True
+    """False for a session that was opened and never prompted (nothing to show): listing leaves it out. Sidecars
+    written before this field existed say nothing, and count as prompted."""
 
     @field_validator("updated_at")
     @classmethod
@@ -127,6 +138,7 @@ class SessionSummary(BaseModel):
             updated_at=record.updated_at,
             additional_directories=list(record.additional_directories),
             model=record.model,
+            prompted=bool(record.messages or record.events or record.title),
         )
 
 
@@ -191,6 +203,7 @@ def parse_summary(path: Path, session_id: str, data: bytes) -> SessionSummary:
         updated_at=summary.updated_at,
         additional_directories=summary.additional_directories,
         model=summary.model,
+        prompted=summary.prompted,
     )
 
 

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import TextContent, ToolCallContent
-from coder_agent.protocol.schema import AgentMessageChunk
+from coder_agent.protocol.schema import AgentMessageChunk, new_message_id
 from coder_agent.session.user_questions import ACCEPT, CANCEL, DECLINE, Answer, FormQuestion, asks_for_secret
 from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
@@ -149,7 +149,9 @@ def _accepted(content: dict[str, Any]) -> list[str]:
 
 async def _in_the_conversation(params: AskParams, ctx: ToolContext, why: str) -> Outcome:
     """No one to ask in a form: the question becomes the agent's message and the turn ends."""
-    await ctx.update(AgentMessageChunk(content=TextContent(text=f"\n\n{_as_text(params)}\n")))
+    await ctx.update(
+        AgentMessageChunk(content=TextContent(text=f"\n\n{_as_text(params)}\n"), message_id=new_message_id())
+    )
     return Outcome(
         f"The question could not be asked in a form ({why}), so it was shown to the user as your message and "
         "the turn ends here: the user's next message is the answer.",

@@ -7,11 +7,11 @@ what prepare found: locations, the diff or the whole command) → the permission
 
 Every update carries the call's status and only what changed. Every failure is a result: the user reads a short
 sentence, the model may read more (why, and what to do instead); an unexpected error in a tool is logged
-and becomes a failed result too. A call the user cancelled is not marked failed on the wire (the editor
-marks it itself) but is recorded as failed for replay; so is a call that stopped the turn because no one could
-be asked its permission (the turn's history says so to the model, and `Turn.resume` runs it later). Everything
-shown goes through the session's redacting bridge; what the model reads back is redacted here (`ToolResult`
-output), its one boundary.
+and becomes a failed result too. A call the user cancelled gets its final status at once, `failed` with
+"Cancelled.", live as in the replay (a client that does not mark it itself would show it running forever); so
+does a call that stopped the turn because no one could be asked its permission (the turn's history says so to the
+model, and `Turn.resume` runs it later). Everything shown goes through the session's redacting bridge; what the
+model reads back is redacted here (`ToolResult` output), its one boundary.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from coder_agent.extensions import SKILLS_FACT
 from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, Choice, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
-from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate
+from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
 from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
@@ -38,6 +38,8 @@ from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
 
+CANCELLED_UPDATE_TIMEOUT = 5.0
+"""How long the final status of a cancelled call may take to send before the cancel goes on without it."""
 REJECTED_FOR_MODEL = (
     "The user rejected this call. Do not retry it; ask the user what they want instead, or take another approach."
 )
@@ -71,13 +73,13 @@ class ToolExecutor:
         try:
             result = await self._run(tools, tool, call, shown)
         except anyio.get_cancelled_exc_class():
-            shown.cancelled()
+            await shown.cancelled()
             raise
         except StoppedForPermission:
-            shown.cancelled("Not run: it needs permission, and no one could be asked.")
+            await shown.cancelled("Not run: it needs permission, and no one could be asked.")
             raise
         except TurnCancelled:
-            shown.cancelled()
+            await shown.cancelled()
             raise
         return ToolResult(secrets.redact_data(result.output), failed=result.failed, ends_turn=result.ends_turn)
 
@@ -216,7 +218,7 @@ class ToolExecutor:
             f"\n\n_Remembered for this session: {section} {listed}. To keep it, add "
             f"`{quoted}` to `permissions.{section}` in your coder-agent config._\n\n"
         )
-        await self.ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text)))
+        await self.ctx.bridge.update(AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()))
 
 
 class _Call:
@@ -269,11 +271,16 @@ class _Call:
             await self.update(status="failed", content=[text_content(for_user)])
         return ToolResult(for_model, failed=True)
 
-    def cancelled(self, why: str = "Cancelled.") -> None:
-        """The user cancelled: the editor shows that itself; the replay log keeps the call as failed."""
+    async def cancelled(self, why: str = "Cancelled.") -> None:
+        """The user cancelled (or no one could be asked): the call ends `failed` with `why`, shown at once (bounded)
+        and replayed so."""
         if self.sent and self.sent.get("status") not in ("completed", "failed"):
             note: list[ToolCallContent] = [text_content(why)]
-            self.client.record(ToolCallUpdate(tool_call_id=self.call_id, status="failed", content=note))
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCELLED_UPDATE_TIMEOUT):
+                try:
+                    await self.update(status="failed", content=note)
+                except Exception as exc:  # the client is gone: the replay log has the status all the same
+                    log.debug("the final status of cancelled call %s was not sent: %s", self.call_id, exc)
 
 
 async def _nothing(content: list[ToolCallContent]) -> None:

@@ -52,6 +52,7 @@ async def test_a_new_process_lists_reloads_and_undoes(tmp_path: Path, fake_llm: 
             assert replayed[0] == {
                 "sessionUpdate": "user_message_chunk",
                 "content": {"type": "text", "text": "Say bye instead"},
+                "messageId": replayed[0]["messageId"],
             }
             edit = next(u for u in replayed if u["sessionUpdate"] == "tool_call" and u["kind"] == "edit")
             assert edit["status"] == "completed" and edit["content"][0]["type"] == "diff"
@@ -75,7 +76,7 @@ async def test_a_session_killed_mid_turn_still_loads(tmp_path: Path, fake_llm: F
             prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "long task"}]}
             # never answered: the agent is killed mid-turn (the bound only outlasts a slow first import)
             task_group.start_soon(partial(client.request, "session/prompt", prompt, timeout=120))
-            await client.wait_for(lambda: bool(client.agent_text(session)), timeout=90)
+            await client.wait_for(lambda: "partial" in client.agent_text(session), timeout=90)
             # The prompt is saved in the background as the model starts; kill once it is on disk.
             await poll_until(lambda: "long task" in stored_session(tmp_path, session))
             agent.process.send_signal(signal.SIGKILL)

@@ -16,7 +16,7 @@ from subprocess import PIPE
 import anyio
 import pytest
 
-from tests.support.fake_llm import Call, FakeLLM, Fault, Reply
+from tests.support.fake_llm import Call, FakeLLM, Fault, Reply, Usage
 from tests.support.headless import RUN_WAIT, Ran, run_here
 from tests.support.processes import group_alive, wait_groups_gone
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
@@ -500,3 +500,29 @@ async def test_auto_without_a_sandbox_is_refused_and_ci_falls_back_to_read_only(
         tmp_path, "--cwd", str(work), "--output-format", "json", "go", llm=fake_llm, env={**env, "CI": "1"}
     )
     assert ran.code == 0 and ran.json()["answer"] == "looked"
+
+
+@pytest.mark.parametrize("tool_requests", [0, 3])
+async def test_usage_and_cost_count_every_request_of_a_slowly_streamed_turn(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM, tool_requests: int
+) -> None:
+    reads = [
+        Reply(calls=[Call("read_file", {"path": f"part{i}.py"})], usage=Usage(1000, 10)) for i in range(tool_requests)
+    ]
+    answer = Reply("It prints hello.", usage=Usage(1200, 20), chunk_size=3)
+    script = [Fault.slow(0.03, reply) for reply in [*reads, answer]]  # 30 ms between chunks, as a real server
+    fake_llm.script(script)
+    priced = {"CODER_AGENT_MODEL": "openai/gpt-4o-mini"}  # a model litellm has a price for
+    args = ["--cwd", str(work), "--output-format", "json", "What does main.py print?"]
+    ran = await run_here(tmp_path, *args, llm=fake_llm, env=priced)
+    assert ran.code == 0, ran.stderr
+    result = ran.json()
+    requests = tool_requests + 1
+    assert result["usage"]["model_requests"] == requests, "the last request's usage is waited for"
+    assert result["usage"]["tokens"] == 1010 * tool_requests + 1220
+    assert result["cost"] is not None and result["cost"] > 0
+    fake_llm.script(script)
+    text = await run_here(tmp_path, "--cwd", str(work), "What does main.py print?", llm=fake_llm, env=priced)
+    assert text.code == 0, text.stderr
+    counted = f"{requests} model request{'s' if requests > 1 else ''}, {result['usage']['tokens']:,} tokens"
+    assert counted in text.stderr, "the terminal footer counts them too"

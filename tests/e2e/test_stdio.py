@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,12 +28,31 @@ async def test_a_session_over_real_pipes_and_a_clean_exit_on_eof(tmp_path: Path,
         assert (await client.next_stray())["error"]["code"] == -32700
         session_id = await client.new_session(str(tmp_path))
         assert await client.prompt(session_id, "ping", timeout=60) == "end_turn"
-        assert client.agent_text(session_id) == "pong from the model"
+        assert client.agent_messages(session_id)[-1] == "pong from the model"
         code = await agent.close_stdin_and_wait()
     assert code == 0
     assert "coder-agent stopped" in agent.stderr
     # Every stdout line was parsed as JSON and schema-checked by the client as it arrived.
     assert client.frames
+
+
+@pytest.mark.parametrize("level", ["", "info"])
+async def test_the_default_log_level_writes_nothing_and_info_lines_are_true(
+    tmp_path: Path, fake_llm: FakeLLM, level: str
+) -> None:
+    """acp.el turns every stderr line into an error event: by default, a good session writes none."""
+    fake_llm.add(Reply("pong"))
+    async with spawned_agent(tmp_path, llm=fake_llm, env={"CODER_AGENT_LOG_LEVEL": level}) as agent:
+        await agent.client.initialize()
+        session_id = await agent.client.new_session(str(tmp_path))
+        assert await agent.client.prompt(session_id, "ping", timeout=60) == "end_turn"
+        assert await agent.close_stdin_and_wait() == 0
+    if not level:
+        assert agent.stderr == ""
+        return
+    loaded = next(line for line in agent.stderr.splitlines() if "litellm" in line and "loaded" in line)
+    assert re.search(r"litellm \d+\.\d+", loaded), loaded
+    assert "warm-up.invalid" not in agent.stderr, "the warm-up's request never left the process"
 
 
 async def test_sigterm_shuts_down_cleanly(tmp_path: Path, fake_llm: FakeLLM) -> None:

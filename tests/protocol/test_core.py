@@ -9,8 +9,9 @@ import anyio
 import pytest
 
 from coder_agent.protocol.content import ContentBlock, TextContent
-from coder_agent.protocol.schema import AgentMessageChunk, StopReason
+from coder_agent.protocol.schema import AgentMessageChunk, StopReason, new_message_id
 from coder_agent.session.session import Session
+from coder_agent.session.turn_runner import TurnReport
 from tests.support.acp_client import RpcFailure, in_process_agent
 from tests.support.runners import EchoTurnRunner
 
@@ -24,9 +25,11 @@ class BlockingRunner(EchoTurnRunner):
         self.started = 0
         self.release = anyio.Event()
 
-    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
         self.started += 1
-        await session.services.bridge.update(AgentMessageChunk(content=TextContent(text=f"started {self.started}")))
+        await session.services.bridge.update(
+            AgentMessageChunk(content=TextContent(text=f"started {self.started}"), message_id=new_message_id())
+        )
         await self.release.wait()
         return "end_turn"
 
@@ -268,7 +271,7 @@ async def test_responses_to_unknown_ids_are_ignored() -> None:
 
 async def test_internal_errors_hide_the_traceback(tmp_path: Path) -> None:
     class FailingRunner(EchoTurnRunner):
-        async def run_turn(self, session: Session, prompt: Sequence[ContentBlock]) -> StopReason:
+        async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
             raise RuntimeError("secret internals")
 
     async with in_process_agent(FailingRunner()) as client:

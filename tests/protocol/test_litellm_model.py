@@ -7,14 +7,21 @@ import json
 import socket
 import threading
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
+from coder_agent.agent import turn as turn_module
 from tests.support.acp_client import RpcFailure
 from tests.support.fake_llm import FakeLLM, Fault, Reply, Usage
 from tests.support.llm_agent import llm_agent
 
 pytestmark = pytest.mark.anyio
+
+
+def text(value: str) -> dict[str, str]:
+    return {"type": "text", "text": value}
 
 
 async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_llm: FakeLLM) -> None:
@@ -24,7 +31,7 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
         await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))
     chunks = client.session_updates(session, "agent_message_chunk")
     assert len(chunks) > 1, "text arrives as it streams, in several chunks"
-    assert client.agent_text(session) == "Hello from the model."
+    assert client.agent_messages(session)[-1] == "Hello from the model."
     thoughts = "".join(u["content"]["text"] for u in client.session_updates(session, "agent_thought_chunk"))
     assert thoughts == "Thinking it over."
     usage = client.session_updates(session, "usage_update")[-1]
@@ -47,22 +54,58 @@ async def test_streams_text_and_thoughts_and_reports_usage(tmp_path: Path, fake_
     assert fake_llm.recorded[-1].bearer == "sk-test"
 
 
-async def test_the_prompt_response_does_not_wait_for_the_usage_report(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_the_prompt_response_waits_for_a_late_usage_report_and_carries_it(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
     gate = threading.Event()
     # chunks: role, "Done.", finish_reason, then the usage chunk (number 3), held until the gate opens
     fake_llm.add(Reply("Done.", usage=Usage(50, 2), gate=gate, stall_after=3))
     async with llm_agent(tmp_path, fake_llm) as (client, session):
+        answers: list[dict[str, Any]] = []
+
+        async def prompt() -> None:
+            answers.append(await client.request("session/prompt", {"sessionId": session, "prompt": [text("go")]}))
+
         try:
-            assert await client.prompt(session, "go") == "end_turn"
-            assert client.agent_text(session) == "Done."
-            assert not client.session_updates(session, "usage_update"), "the usage report has not been sent yet"
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(prompt)
+                await client.wait_for(lambda: client.agent_messages(session)[-1:] == ["Done."])
+                assert not answers, "the answer is whole, but its usage report is still on its way"
+                gate.set()
+        finally:
+            gate.set()
+        fake_llm.add(Reply("Again."))
+        assert await client.prompt(session, "again") == "end_turn"
+    [answer] = answers
+    assert answer["stopReason"] == "end_turn"
+    assert answer["usage"] == {
+        "totalTokens": 52,
+        "inputTokens": 50,
+        "outputTokens": 2,
+        "cachedReadTokens": 0,
+        "cachedWriteTokens": 0,
+        "_meta": {"coder-agent": {"requests": 1}},
+    }
+    usage_frame = next(i for i, f in enumerate(client.frames) if f.get("params", {}).get("update", {}).get("used"))
+    response_frame = next(i for i, f in enumerate(client.frames) if f.get("result") == answer)
+    assert usage_frame < response_frame, "the usage_update is sent before the prompt's response"
+    assert fake_llm.last_request["messages"][-2] == {"role": "assistant", "content": "Done."}
+
+
+async def test_a_usage_report_that_never_comes_delays_the_response_only_a_little(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(turn_module, "USAGE_WAIT", 0.05)
+    gate = threading.Event()
+    fake_llm.add(Reply("Done.", usage=Usage(50, 2), gate=gate, stall_after=3))
+    async with llm_agent(tmp_path, fake_llm) as (client, session):
+        try:
+            answer = await client.request("session/prompt", {"sessionId": session, "prompt": [text("go")]})
+            assert "usage" not in answer, "the report is not in yet: the response goes without it"
         finally:
             gate.set()
         await client.wait_for(lambda: bool(client.session_updates(session, "usage_update")))
-        assert client.session_updates(session, "usage_update")[-1]["used"] == 52
-        fake_llm.add(Reply("Again."))
-        assert await client.prompt(session, "again") == "end_turn"
-    assert fake_llm.last_request["messages"][-2] == {"role": "assistant", "content": "Done."}
+        assert client.session_updates(session, "usage_update")[-1]["used"] == 52, "it is still counted"
 
 
 @pytest.mark.parametrize("notices", [True, False])
@@ -75,7 +118,7 @@ async def test_retries_429_with_retry_after_and_500(tmp_path: Path, fake_llm: Fa
         assert await client.prompt(session, "go") == "end_turn"
     assert not client.session_updates(session, "agent_thought_chunk"), "retries are never shown as thoughts"
     if notices:
-        assert client.agent_text(session) == "Recovered."
+        assert client.agent_messages(session) == ["Recovered."]
         retries = client.session_updates(session, "notice")
         assert [n["severity"] for n in retries] == ["warning", "warning"]
         assert all("Retrying in 0 s" in n["description"] for n in retries)
@@ -136,10 +179,10 @@ async def test_a_cut_after_text_stops_cleanly_without_repeating(tmp_path: Path, 
     fake_llm.script([Fault.cut(4, Reply("abcdefghijklmnop", chunk_size=2)), Reply("Next.")])
     async with llm_agent(tmp_path, fake_llm) as (client, session):
         assert await client.prompt(session, "go") == "end_turn"
-        text = client.agent_text(session)
-        assert text.startswith("abcdef")
-        assert text.count("abc") == 1, "nothing already shown is streamed again"
-        assert "cut off" in text
+        reply, said = client.agent_messages(session)[-2:]
+        assert reply.startswith("abcdef")
+        assert reply.count("abc") == 1, "nothing already shown is streamed again"
+        assert "cut off" in said, "the agent says so in a message of its own"
         await client.prompt(session, "continue")
     kept = fake_llm.last_request["messages"][2]
     assert kept["role"] == "assistant"

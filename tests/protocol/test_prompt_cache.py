@@ -104,7 +104,7 @@ async def test_claude_requests_mark_the_system_prompt_and_the_last_message(
     assert tokens[0]["cacheWriteTokens"] == 2800
     assert tokens[1]["cachedInputTokens"] == 2900
     assert tokens[1]["inputTokens"] == 3100
-    assert client.agent_text(session) == "One.Two."
+    assert client.agent_messages(session)[-2:] == ["One.", "Two."]
 
 
 async def test_cached_input_is_shown_and_priced_at_the_cached_rate(tmp_path: Path, fake_llm: FakeLLM) -> None:
@@ -161,4 +161,4 @@ async def test_claude_tool_calls_and_signed_thinking_come_back_whole(
     assert call["type"] == "tool_use" and call["name"] == "read_file" and call["input"] == {"path": "a.txt"}
     result = fake_llm.last_request["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == call["id"] and "hello" in str(result)
-    assert client.agent_text(session) == "It says hello."
+    assert client.agent_messages(session)[-1] == "It says hello."

@@ -133,6 +133,18 @@ class FakeClient:
         """Everything the agent said in text chunks, joined."""
         return "".join(u["content"].get("text", "") for u in self.session_updates(session_id, "agent_message_chunk"))
 
+    def messages(self, session_id: str, kind: str = "agent_message_chunk") -> list[tuple[str, str]]:
+        """The messages of one kind of chunk, in order of their first chunk: (messageId, their text joined)."""
+        texts: dict[str, str] = {}
+        for update in self.session_updates(session_id, kind):
+            message_id = update["messageId"]
+            texts[message_id] = texts.get(message_id, "") + update["content"].get("text", "")
+        return list(texts.items())
+
+    def agent_messages(self, session_id: str) -> list[str]:
+        """The text of each agent message, in order."""
+        return [text for _, text in self.messages(session_id)]
+
     # ---- receiving ------------------------------------------------------------------------------
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:

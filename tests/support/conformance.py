@@ -1,7 +1,11 @@
 """ACP wire conformance: validate every JSON-RPC message a test sends or receives against the official ACP schema.
 
 This module owns the test-side reading of ``tests/acp_schema/schema.json`` (ACP protocol v1, JSON Schema draft
-2020-12, copied unchanged from ``@agentclientprotocol/sdk``; see ``tests/acp_schema/SOURCE.md``). The schema's root
+2020-12, copied unchanged from ``@agentclientprotocol/sdk``; see ``tests/acp_schema/SOURCE.md``) and of its unstable
+companion ``schema.unstable.json`` (the same release with the features not yet stable: ``session/fork``,
+``PromptResponse.usage``, ``systemPrompt``...). Every message is checked against both: the stable schema where it
+has the method, and the unstable one where it does, so a field newer than the stable schema is still checked for
+its shape (features newer than both follow their RFDs, checked by the tests themselves). The schema's root
 ``anyOf`` accepts almost anything, so the precise check is per method: every ``$defs`` entry that is a method's params
 or result carries ``x-method`` (the wire name) and ``x-side`` (who handles it: ``agent``, ``client`` or ``protocol``
 for ``$/cancel_request``). From those we build a ``(side, kind, method) -> def`` table once.
@@ -39,6 +43,7 @@ from jsonschema.exceptions import ValidationError, best_match
 __all__ = ["SCHEMA_PATH", "Conformance", "def_for", "load_schema", "method_table", "validate"]
 
 SCHEMA_PATH: Final = Path(__file__).resolve().parent.parent / "acp_schema" / "schema.json"
+UNSTABLE_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("schema.unstable.json")
 
 Side = Literal["agent", "client"]
 Kind = Literal["Request", "Response", "Notification"]
@@ -53,18 +58,18 @@ RequestId = str | int
 
 
 @cache
-def load_schema() -> dict[str, Any]:
-    """The parsed ACP schema (cached; treat as read-only)."""
-    with SCHEMA_PATH.open(encoding="utf-8") as f:
+def load_schema(unstable: bool = False) -> dict[str, Any]:
+    """The parsed ACP schema, or its unstable companion (cached; treat as read-only)."""
+    with (UNSTABLE_SCHEMA_PATH if unstable else SCHEMA_PATH).open(encoding="utf-8") as f:
         schema: dict[str, Any] = json.load(f)
     return schema
 
 
 @cache
-def method_table() -> dict[tuple[str, Kind, str], str]:
+def method_table(unstable: bool = False) -> dict[tuple[str, Kind, str], str]:
     """``(x-side, kind, method) -> def name`` for every ``$defs`` entry carrying ``x-method``, built once."""
     table: dict[tuple[str, Kind, str], str] = {}
-    for name, definition in load_schema()["$defs"].items():
+    for name, definition in load_schema(unstable)["$defs"].items():
         method = definition.get("x-method")
         if method is None:
             continue
@@ -78,17 +83,18 @@ def method_table() -> dict[tuple[str, Kind, str], str]:
     return table
 
 
-def def_for(method: str, handler: Side, kind: Kind) -> str | None:
+def def_for(method: str, handler: Side, kind: Kind, *, unstable: bool = False) -> str | None:
     """The def for ``method`` of ``kind`` when handled by ``handler`` (``protocol`` methods match either side)."""
-    table = method_table()
+    table = method_table(unstable)
     return table.get((handler, kind, method)) or table.get(("protocol", kind, method))
 
 
 @cache
-def _validator(def_name: str) -> Draft202012Validator:
-    defs = load_schema()["$defs"]
+def _validator(def_name: str, unstable: bool = False) -> Draft202012Validator:
+    defs = load_schema(unstable)["$defs"]
     if def_name not in defs:
-        raise KeyError(f"no $defs entry named {def_name!r} in {SCHEMA_PATH.name}")
+        path = UNSTABLE_SCHEMA_PATH if unstable else SCHEMA_PATH
+        raise KeyError(f"no $defs entry named {def_name!r} in {path.name}")
     return Draft202012Validator({"$ref": f"#/$defs/{def_name}", "$defs": defs})
 
 
@@ -128,20 +134,31 @@ def _explain(error: ValidationError) -> tuple[str, str]:
     return error.json_path, error.message
 
 
-def _check_def(def_name: str, instance: object, *, what: str, path: str, msg: object) -> None:
-    error = best_match(_validator(def_name).iter_errors(instance))
+def _check_def(def_name: str, instance: object, *, what: str, path: str, msg: object, unstable: bool = False) -> None:
+    error = best_match(_validator(def_name, unstable).iter_errors(instance))
     if error is None:
         return
     json_path, problem = _explain(error)
     where = path + json_path[1:]  # json_path is relative to `instance` and starts with "$"
+    schema = " (unstable schema)" if unstable else ""
     raise AssertionError(
-        f"ACP conformance: {what} does not match {def_name}\n  at {where}: {problem}\n  message: {_show(msg)}"
+        f"ACP conformance: {what} does not match {def_name}{schema}\n  at {where}: {problem}\n  message: {_show(msg)}"
     )
 
 
-def validate(def_name: str, instance: object) -> None:
+def _check_both(
+    stable: str | None, unstable: str | None, instance: object, *, what: str, path: str, msg: object
+) -> None:
+    """Check against the stable def and the unstable one, where each schema has it."""
+    if stable is not None:
+        _check_def(stable, instance, what=what, path=path, msg=msg)
+    if unstable is not None:
+        _check_def(unstable, instance, what=what, path=path, msg=msg, unstable=True)
+
+
+def validate(def_name: str, instance: object, *, unstable: bool = False) -> None:
     """Validate ``instance`` against ``$defs[def_name]``; raise ``AssertionError`` naming the failing JSON path."""
-    _check_def(def_name, instance, what=def_name, path="$", msg=instance)
+    _check_def(def_name, instance, what=def_name, path="$", msg=instance, unstable=unstable)
 
 
 def _is_request_id(value: object) -> TypeGuard[RequestId]:
@@ -200,7 +217,9 @@ class Conformance:
         if "method" in msg:
             method = msg["method"]
             self._note_initialize(msg)
-            known = isinstance(method, str) and def_for(method, "agent", "Request") is not None
+            known = isinstance(method, str) and any(
+                def_for(method, "agent", "Request", unstable=newer) is not None for newer in (False, True)
+            )
             if _is_request_id(rid):
                 self._to_agent.setdefault(rid, []).append(method if known else None)
         elif "result" in msg or "error" in msg:
@@ -251,10 +270,11 @@ class Conformance:
             raise _violation(where, f'{label}: "id" must be a string or integer, got {msg["id"]!r}', msg)
 
         def_name = def_for(method, handler, kind)
-        if def_name is not None:
+        newer = def_for(method, handler, kind, unstable=True)
+        if def_name is not None or newer is not None:
             # Absent/null params are checked as {} so the def's required members still apply.
             instance = {} if params is None else params
-            _check_def(def_name, instance, what=f"{where} {label} params", path="$.params", msg=msg)
+            _check_both(def_name, newer, instance, what=f"{where} {label} params", path="$.params", msg=msg)
         else:
             other: Kind = "Notification" if is_request else "Request"
             if def_for(method, handler, other) is not None:
@@ -275,7 +295,7 @@ class Conformance:
             rid = msg["id"]
             if rid in pending:
                 raise _violation(where, f"{label} reuses id {rid!r} while it is still awaiting an answer", msg)
-            pending[rid] = [method if def_name is not None else None]
+            pending[rid] = [method if def_name is not None or newer is not None else None]
 
     def _check_response(self, msg: dict[str, Any], sender: Side, handler: Side, where: str) -> None:
         if "id" not in msg:
@@ -303,8 +323,9 @@ class Conformance:
         if has_error:
             what = f"{where} error response" + (f" to {method}" if method else "")
             _check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
-        elif method is not None and (def_name := def_for(method, sender, "Response")) is not None:
-            _check_def(def_name, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
+        elif method is not None:
+            stable, newer = def_for(method, sender, "Response"), def_for(method, sender, "Response", unstable=True)
+            _check_both(stable, newer, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
 
     def _note_initialize(self, msg: dict[str, Any]) -> None:
         params = msg.get("params")

@@ -51,9 +51,9 @@ def test_shared_flags_go_before_or_after_the_subcommand() -> None:
     assert parse_args(["doctor", "--offline"]).offline is True
 
 
-def test_the_log_level_is_info_for_editors_and_warning_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_log_level_is_warning_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CODER_AGENT_LOG_LEVEL", raising=False)
-    assert parse_args([]).log_level == "info"
+    assert parse_args([]).log_level == "warning", "acp.el shows every stderr line as an error"
     assert parse_args(["run", "x"]).log_level == "warning"
     assert parse_args(["doctor"]).log_level == "warning"
     monkeypatch.setenv("CODER_AGENT_LOG_LEVEL", "DEBUG")

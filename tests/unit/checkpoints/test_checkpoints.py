@@ -606,6 +606,43 @@ async def test_checkpoint_round_trips_through_json_and_a_new_recorder_can_undo(
     assert plan.changed_since == [str(cwd / "a.txt")]
 
 
+async def test_a_fork_keeps_its_own_copies_of_the_blobs_its_history_needs(workspace: tuple[Path, BlobStore]) -> None:
+    cwd, store = workspace
+    parent = Checkpoints(cwd, store, session_id="parent")
+    for turn, text in (("t1", "a1\n"), ("t2", "a2\n")):
+        parent.begin_turn(turn)
+        await write(parent, cwd / "a.txt", text)
+        parent.end_turn()
+    fork = Checkpoints(cwd, store, session_id="fork")
+    fork.restore(parent.history[:1])
+    await fork.copy_blobs_from(parent)
+    if isinstance(store, FileBlobStore):  # the parent is deleted: what it kept goes
+        store.release("parent")
+    else:
+        store.retain("parent", ())
+    plan = await fork.undo_last()
+    assert plan is not None and plan.turn_id == "t1"
+    assert plan.files[0].text == "a0\n", "read from the fork's own copy"
+    assert len(parent.history) == 2, "the parent's history is its own"
+
+
+async def test_a_forked_checkpoint_whose_snapshot_is_gone_is_left_out(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "blobs")
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    (cwd / "a.txt").write_text("a0\n", encoding="utf-8")
+    parent = Checkpoints(cwd, store, session_id="parent")
+    parent.begin_turn("t1")
+    await write(parent, cwd / "a.txt", "a1\n")
+    parent.end_turn()
+    for blob in store.folder("parent").iterdir():
+        blob.unlink()
+    fork = Checkpoints(cwd, store, session_id="fork")
+    fork.restore(list(parent.history))
+    await fork.copy_blobs_from(parent)
+    assert fork.history == []
+
+
 @pytest.mark.parametrize(
     "data",
     [

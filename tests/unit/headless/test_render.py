@@ -167,7 +167,7 @@ async def test_the_answer_is_rendered_as_markdown_on_a_terminal() -> None:
         "_Remembered for this session: allow `execute:pytest`._\n"
     )
     for n in range(0, len(answer), 7):  # streamed in small chunks, cut anywhere
-        await output.show(AgentMessageChunk(content=TextContent(text=answer[n : n + 7])))
+        await output.show(AgentMessageChunk(content=TextContent(text=answer[n : n + 7]), message_id="m1"))
     output.finished(RunResult(session_id=None, stop_reason="end_turn", exit_code=0))
     shown = stdout.export_text()
     assert "Findings" in shown and "# Findings" not in shown
@@ -185,7 +185,7 @@ async def test_the_answer_is_rendered_as_markdown_on_a_terminal() -> None:
 async def test_a_piped_answer_stays_the_models_markdown() -> None:
     piped = io.StringIO()
     output = TextOutput(Stdout(piped), recording())
-    await output.show(AgentMessageChunk(content=TextContent(text="The **cache**: _x_\n")))
+    await output.show(AgentMessageChunk(content=TextContent(text="The **cache**: _x_\n"), message_id="m1"))
     output.finished(RunResult(session_id=None, stop_reason="end_turn", exit_code=0))
     assert piped.getvalue() == "The **cache**: _x_\n"
 
@@ -195,7 +195,9 @@ async def test_a_rendered_answer_shows_control_characters_as_escapes() -> None:
     stdout = recording(terminal=True)
     output = TextOutput(Stdout(io.StringIO()), recording(), markdown=stdout)
     await output.show(
-        AgentMessageChunk(content=TextContent(text="Done.\x1b[2K\x1b]0;pwned\x07 [x](http://a\u202eb)\n"))
+        AgentMessageChunk(
+            content=TextContent(text="Done.\x1b[2K\x1b]0;pwned\x07 [x](http://a\u202eb)\n"), message_id="m1"
+        )
     )
     output.finished(RunResult(session_id=None, stop_reason="end_turn", exit_code=0))
     raw = stdout.file.getvalue()

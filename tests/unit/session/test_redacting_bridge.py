@@ -54,7 +54,7 @@ def bridges() -> tuple[RedactingBridge, Seen, ReplayLog]:
 
 
 def said(text: str) -> AgentMessageChunk:
-    return AgentMessageChunk(content=TextContent(text=text))
+    return AgentMessageChunk(content=TextContent(text=text), message_id="m1")
 
 
 async def test_updates_and_the_replay_log_never_hold_the_key() -> None:

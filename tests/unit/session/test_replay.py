@@ -82,3 +82,16 @@ def test_clients_without_compaction_get_a_message_in_its_place() -> None:
     plain = list(replayed(events, compaction=False))
     assert [e["sessionUpdate"] for e in plain] == ["user_message_chunk", "agent_message_chunk", "agent_message_chunk"]
     assert "Context compacted" in plain[1]["content"]["text"] and "down" in plain[2]["content"]["text"]
+
+
+def test_chunks_merge_within_a_message_only() -> None:
+    events: list[dict[str, Any]] = []
+    for message_id, piece in (("m1", "Hello "), ("m1", "there."), ("m2", "Stopped.")):
+        record_update(events, {"sessionUpdate": "agent_message_chunk", "content": text(piece), "messageId": message_id})
+    assert [(e["messageId"], e["content"]["text"]) for e in events] == [("m1", "Hello there."), ("m2", "Stopped.")]
+
+
+def test_a_compaction_replayed_as_a_message_has_a_stable_id() -> None:
+    events = [{"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}]
+    first, again = list(replayed(events, compaction=False)), list(replayed(events, compaction=False))
+    assert first[0]["messageId"] == again[0]["messageId"] == "c1"

@@ -39,6 +39,8 @@ def stamp(minute: int, second: int = 0) -> str:
 def make_record(
     session_id: str, *, cwd: str = "/project", updated_at: str | None = None, **fields: Any
 ) -> SessionRecord:
+    """A record of a session that was prompted (`messages` default to one user message), so it is listed."""
+    fields.setdefault("messages", [{"role": "user", "content": "hi"}])
     return SessionRecord(
         session_id=session_id,
         cwd=cwd,
@@ -103,8 +105,28 @@ def test_round_trip_keeps_every_field(store: SessionStore) -> None:
         "updated_at": "2026-11-30T08:05:00.456Z",
         "additional_directories": ["/home/dev/lib"],
         "model": "openai/gpt-5",
+        "prompted": True,
         "schema_version": SCHEMA_VERSION,
     }
+
+
+def test_a_session_never_prompted_is_not_listed_but_loads(store: SessionStore) -> None:
+    store.save(make_record("sess_empty", messages=[], updated_at=stamp(9)))
+    store.save(make_record("sess_used", updated_at=stamp(2)))
+    page, _ = store.list()
+    assert [s.session_id for s in page] == ["sess_used"]
+    assert store.load("sess_empty").session_id == "sess_empty"
+
+
+def test_an_older_summary_without_the_prompted_field_is_listed(store: SessionStore) -> None:
+    store.save(make_record("sess_old", messages=[]))
+    sidecar = store.root / "sess_old.summary.json"
+    written = json.loads(sidecar.read_text())
+    del written["prompted"]
+    sidecar.write_text(json.dumps(written))
+    os.utime(sidecar, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))  # newer than the record: it is used
+    page, _ = store.list()
+    assert [s.session_id for s in page] == ["sess_old"]
 
 
 def test_save_replaces_the_previous_version(store: SessionStore) -> None:
