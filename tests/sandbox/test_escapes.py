@@ -843,7 +843,7 @@ def test_the_proxy_forwarder_ends_with_the_command(make_world: MakeLayout, token
     env = {**child_environ(), **extra_env, MARK_VARIABLE: token}
     command = subprocess.Popen(argv, cwd=layout.workspace, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
-        output, _ = command.communicate(timeout=15)
+        output, _ = command.communicate(timeout=5)
         assert output == b"done\n"
     except subprocess.TimeoutExpired:
         raise AssertionError("the forwarder outlived the command (and held its output open)") from None
