@@ -102,6 +102,8 @@ class Escape:
     only_nobody: bool = False
     needs: tuple[str, ...] = ()
     """Programs the row needs (skipped without them)."""
+    unavailable: str | None = None
+    """Why the row cannot run on this machine (skipped), if it cannot."""
     root_hole: str | None = None
     nobody_hole: str | None = None
     proxy: bool = False
@@ -391,6 +393,10 @@ def _block_device() -> str | None:
 
 
 BLOCK_DEVICE = _block_device()
+ARCH = os.uname().machine
+NOT_X86_64 = None if ARCH == "x86_64" else f"an x86-64 system call ABI; this machine is {ARCH}"
+KEYCTL = {"x86_64": 250, "aarch64": 219}.get(ARCH, -1)
+ADD_KEY = {"x86_64": 248, "aarch64": 217}.get(ARCH, -1)
 RUNS_COMMANDS = r"^(core\.(fsmonitor|hookspath|sshcommand|pager|editor)|alias\..*|filter\..*|diff\..*\.textconv)$"
 """git settings that run a command: none may reach git outside the walls."""
 
@@ -683,6 +689,7 @@ ESCAPES: list[Escape] = [
             "libc = ctypes.CDLL(None, use_errno=True)\n"
             "raise SystemExit(0 if libc.syscall(0x40000000 | 272, 0x10000000) == 0 else 1)"
         ),
+        unavailable=NOT_X86_64,
     ),
     Escape(
         "i386-int80-unshare",
@@ -690,6 +697,27 @@ ESCAPES: list[Escape] = [
         + I386_UNSHARE.replace("{", "{{").replace("}", "}}")
         + "\nEOF\n$TMPDIR/int80",
         needs=("cc",),
+        unavailable=NOT_X86_64,
+    ),
+    Escape(
+        "add-key-to-user-keyring",
+        _py(
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"key = libc.syscall({ADD_KEY}, b'user', b'planted', b'secret', 6, -4)\n"  # -4: KEY_SPEC_USER_KEYRING
+            "raise SystemExit(0 if key >= 0 else 1)"
+        ),
+        unavailable=None if ADD_KEY > 0 else f"no add_key number for {ARCH}",
+    ),
+    Escape(
+        "read-user-keyring",
+        _py(
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"found = libc.syscall({KEYCTL}, 0, -4, 0)\n"  # KEYCTL_GET_KEYRING_ID of the user keyring
+            "raise SystemExit(0 if found >= 0 else 1)"
+        ),
+        unavailable=None if KEYCTL > 0 else f"no keyctl number for {ARCH}",
     ),
     Escape("personality-linux32-unshare", "setarch linux32 unshare -r true", needs=("setarch",)),
     Escape(
@@ -713,7 +741,7 @@ ESCAPES: list[Escape] = [
     Escape(
         "read-raw-block-device",
         f"dd if={BLOCK_DEVICE} of=/dev/null bs=512 count=1",
-        needs=("block device",) if BLOCK_DEVICE else ("a block device",),
+        unavailable=None if BLOCK_DEVICE else "no block device here",
     ),
     Escape("setuid-copy-gains-nothing", '[ "$(./suid-id -u)" = 0 ]', setup=_setuid_copy, only_nobody=True),
     Escape("su-to-root", "su root -c 'touch {out}/pwned' </dev/null", only_nobody=True),
@@ -734,6 +762,13 @@ ESCAPES: list[Escape] = [
         nobody=True,
     ),
     Escape("write-past-max-file-size", "head -c 2M /dev/zero > big", check=_file_at_most("big", 1 << 20)),
+    Escape("fallocate-past-max-file-size", "fallocate -l 2M big", check=_file_at_most("big", 1 << 20)),
+    Escape("truncate-past-max-file-size", "truncate -s 2M big", check=_file_at_most("big", 1 << 20)),
+    Escape(
+        "sparse-write-past-max-file-size",
+        "dd if=/dev/zero of=big bs=1 count=1 seek=2M",
+        check=_file_at_most("big", 1 << 20),
+    ),
     Escape(
         "fill-temp-past-max-file-size",
         "head -c 2M /dev/zero > $TMPDIR/big",
@@ -845,9 +880,11 @@ def _params(as_nobody: bool) -> Iterator[object]:
 
 
 def _attempt(row: Escape, make_world: MakeLayout, token: str, user: int | None) -> None:
-    missing = [tool for tool in row.needs if " " not in tool and shutil.which(tool) is None]
-    if missing or "a block device" in row.needs:
-        pytest.skip(f"needs {', '.join(missing) or 'a block device'}")
+    missing = [tool for tool in row.needs if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    if row.unavailable is not None:
+        pytest.skip(row.unavailable)
     layout = make_world(owner=user)
     world = World(layout, token, user)
     try:
