@@ -1,9 +1,10 @@
 """The sandbox tests: real commands under the real walls. Everything here is skipped, with the probe's reason, where
 this machine cannot put the walls up; every test is marked `sandbox` (`pytest -m sandbox` runs just these).
 
-`world(user)` lays out a fake user (`walled.make_layout`) in a fresh folder that every user may traverse (the tests
-that run as `nobody` need that), with the agent's XDG folders inside the fake home, and removes it afterwards with
-anything the test's commands left in /dev/shm.
+`make_world(owner=None, project_config=True)` gives a fresh fake user (`walled.make_layout`, copied from one laid
+out once per test process) in a new folder that every user may traverse (the tests that run as `nobody` need
+that), with HOME and the XDG folders pointed into its home; it is removed afterwards, with anything the test's
+commands left in /dev/shm (named with the test's `token`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def token() -> str:
 
 
 @pytest.fixture(scope="session")
-def layout_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[object, ...], Layout]]:
+def layout_templates() -> Iterator[dict[tuple[object, ...], Layout]]:
     """Worlds laid out once per test process, copied for each test (`make_world`)."""
     templates: dict[tuple[object, ...], Layout] = {}
     yield templates
@@ -60,7 +61,7 @@ def layout_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
 def make_world(
     monkeypatch: pytest.MonkeyPatch, token: str, layout_templates: dict[tuple[object, ...], Layout]
 ) -> Iterator[MakeLayout]:
-    """`make_world(owner=None, project_config=True)`: a fresh world (see the module docstring)."""
+    """A fresh world for each call (see the module docstring)."""
     made: list[Path] = []
 
     def make(owner: int | None = None, project_config: bool = True) -> Layout:

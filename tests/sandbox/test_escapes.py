@@ -9,8 +9,8 @@ the refusal), the test checks from outside that nothing outside the walls change
 the agent's own files, the outside folder, `.git/hooks`, `.git/config`, `.coder-agent/`) are byte for byte and
 stat for stat as before, no secret reached the output, the watcher is alive, untraced, unsignalled, with its limits
 and priority unchanged, no listener saw a connection, the terminal's input and output are untouched, the real
-hostname is the same, git outside the walls still uses the workspace's own repository, nothing was left in
-/dev/shm, and no process of the command is left running.
+hostname is the same, git outside the walls uses the same repository and has no new setting that runs a
+command, nothing was left in /dev/shm, and no process of the command is left running.
 
 The rows run as the test's user (root in CI: the walls then also drop root's capabilities), and the rows marked
 `nobody` run again as an unprivileged user (`setpriv` around the launcher, which then takes its user-namespace
@@ -874,8 +874,11 @@ def _params(as_nobody: bool) -> Iterator[object]:
             continue
         if not as_nobody and row.only_nobody:
             continue
-        hole = row.nobody_hole if as_nobody else row.root_hole if ROOT else None
-        marks = [pytest.mark.xfail(strict=True, reason=hole)] if hole else []
+        if as_nobody or (not ROOT and row.nobody_hole):
+            hole, strict = row.nobody_hole, True
+        else:  # as root; or as another user, for whom a hole seen as root may or may not be one
+            hole, strict = row.root_hole, ROOT
+        marks = [pytest.mark.xfail(strict=strict, reason=hole)] if hole else []
         yield pytest.param(row, id=row.id, marks=marks)
 
 

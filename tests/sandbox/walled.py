@@ -2,9 +2,14 @@
 
 `make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path
 (each with a secret in it) and the agent's own config and session store (`~/.config/coder-agent`,
-`~/.local/share/coder-agent`: the caller points the XDG folders there first), a git workspace with hooks, config
-and a `.coder-agent/` folder, and an `outside` folder of victims. Everything belongs to the user the commands run
-as and is open to them, so that only the walls can stop a command, never file permissions.
+`~/.local/share/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
+folder of victims; `copy_layout` copies one (quicker than laying out anew). Everything belongs to the user the
+commands run as and is open to them, so that only the walls can stop a command, never file permissions. The caller
+points HOME and the XDG folders into the fake home, so that the agent's own paths (`agent.sandboxing.agent_paths`)
+are the layout's (`Walled` checks it).
+
+`opened_sandbox(layout, settings)` opens a session's sandbox as the agent does (`CommandSandbox.open` in a task
+group, its proxy served there) for commands run with `run_inside`.
 
 `Walled` builds the walls from a layout with the real code (`build_walls(..., home=...)`, `CommandSandbox`,
 `Walls.spec` looked up again on every launch) and `run(command)` runs `bash -c command` through the real launcher
