@@ -14,6 +14,7 @@ own before the first turn's answer, so the note never lands in the middle of the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
@@ -269,7 +270,8 @@ class AcpClientBridge:
             await self._fallback("commands")
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
         (program, *args), extra_env = command_line(command, sandbox)
-        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env}
+        guard = sandbox.guard() if sandbox is not None else None
+        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env, **(guard.env if guard is not None else {})}
         params: dict[str, Any] = {
             "command": program,
             "args": args,
@@ -299,7 +301,7 @@ class AcpClientBridge:
                 TerminalOutputResponse, await self._terminal("terminal/output", terminal_id), "terminal/output"
             )
             final = output.exit_status if timed_out or output.exit_status else status
-            return CommandResult(
+            result = CommandResult(
                 output=output.output,
                 exit_code=final.exit_code if final else None,
                 signal=final.signal if final else None,
@@ -313,6 +315,8 @@ class AcpClientBridge:
                 if not exited:
                     await _quietly(self._terminal("terminal/kill", terminal_id))
                 await _quietly(self._terminal("terminal/release", terminal_id))
+            after = await guard.finish() if guard is not None else ""
+        return dataclasses.replace(result, output=result.output + after) if after else result
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""

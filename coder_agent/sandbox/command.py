@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,8 @@ DENIAL_SIGNS = (
     "coder-agent sandbox:",
 )
 """What a command prints when the walls stopped it (file system, network, the proxy's refusal, the launcher)."""
+COMMAND_MARK = "CODER_AGENT_COMMAND"
+"""The environment entry that marks the processes of one sandboxed command."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,13 @@ class CommandSandbox:
     """A session's sandbox (see the module docstring)."""
 
     def __init__(
-        self, walls: Walls, support: Support, folder: Path, proxy: HostProxy | None, spawner: ForkServerSpawner | None
+        self,
+        walls: Walls,
+        support: Support,
+        folder: Path,
+        proxy: HostProxy | None,
+        spawner: ForkServerSpawner | None,
+        pids_group: Path | None = None,
     ) -> None:
         self.walls = walls
         self.support = support
@@ -77,7 +88,7 @@ class CommandSandbox:
         self.proxy = proxy
         self.spawner = spawner
         """Starts local commands without a launcher each (Linux); None: every command goes through `launch`."""
-        self.pids_group = make_pids_group(walls.max_processes) if support.kind == "landlock" else None
+        self.pids_group = pids_group
         """The session's pids cgroup (a root agent), which every command joins; None: RLIMIT_NPROC holds them."""
 
     @classmethod
@@ -112,8 +123,10 @@ class CommandSandbox:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        spawner = ForkServerSpawner(tasks) if support.kind == "landlock" else None
-        return cls(walls, support, folder, proxy, spawner)
+        linux = support.kind == "landlock"
+        spawner = ForkServerSpawner(tasks) if linux else None
+        pids_group = await anyio.to_thread.run_sync(make_pids_group, walls.max_processes) if linux else None
+        return cls(walls, support, folder, proxy, spawner, pids_group)
 
     def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         """The command line and environment additions that run `argv` inside the walls."""
@@ -135,6 +148,10 @@ class CommandSandbox:
             command, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
 
+    def guard(self) -> CommandGuard:
+        """What one command needs around it: a mark for its processes, the git redirects there were before it."""
+        return CommandGuard(self.walls, uuid.uuid4().hex, self.walls.git_redirects())
+
     async def aclose(self) -> None:
         if self.spawner is not None:
             await self.spawner.aclose()
@@ -142,6 +159,62 @@ class CommandSandbox:
             await anyio.to_thread.run_sync(remove_group, self.pids_group)
         with contextlib.suppress(OSError):
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
+
+
+@dataclass
+class CommandGuard:
+    """One sandboxed command's mark (in `env`, inherited by all it starts) and what it must not leave behind."""
+
+    walls: Walls
+    token: str
+    git_before: dict[Path, bytes]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {COMMAND_MARK: self.token}
+
+    async def finish(self) -> str:
+        """Once the command has ended: kill what it left running (a daemon that left its process group still
+        carries the mark), and remove the git redirects it made; what was done, as a note for the output."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_kill_marked, f"{COMMAND_MARK}={self.token}".encode())
+            made = await anyio.to_thread.run_sync(self.walls.git_redirects)
+        notes = []
+        for path, says in sorted(made.items()):
+            before = self.git_before.get(path)
+            if before == says:
+                continue
+            with contextlib.suppress(OSError):
+                if before is None:
+                    path.unlink()
+                else:
+                    path.write_bytes(before)
+            what = "made" if before is None else "changed"
+            undone = "it was removed" if before is None else "it was put back"
+            notes.append(
+                f"\n[coder-agent: the command {what} {path}, which would send git, run outside the sandbox, to another "
+                f"folder's config and hooks; {undone}.]"
+            )
+        return "".join(notes)
+
+
+def _kill_marked(mark: bytes) -> None:
+    """SIGKILL every process whose environment holds `mark` (Linux's /proc; elsewhere nothing)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                found = mark in handle.read().split(b"\0")
+        except OSError:
+            continue
+        if found:
+            with contextlib.suppress(OSError):
+                os.kill(int(name), signal.SIGKILL)
 
 
 def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:

@@ -6,9 +6,12 @@ Standard library only. In order, each step before the ones that would forbid it:
    user to itself). The network namespace has only its own loopback, brought up here: servers a command starts on
    127.0.0.1 work and are private to it; nothing else is reachable, on any protocol, but through the proxy's
    forwarder (step 3).
-2. **Mounts** in the private mount namespace: the `.git` folders of the workspace are pinned (bound onto
-   themselves, so they cannot be renamed away and replaced), and the protected paths (`.git/hooks`, `.git/config`,
-   `.coder-agent`) are bound read-only.
+2. **Mounts** in the private mount namespace: the whole tree read-only (so no chmod, chown, utimes or xattr reaches
+   past the walls either: Landlock does not cover those), the writable places bound back writable, the `.git`
+   folders of the workspace pinned (bound onto themselves, so they cannot be renamed away and replaced), and the
+   protected paths (`.git/hooks`, `.git/config`, `.coder-agent`) bound read-only; a `/dev/shm` and a devpts
+   instance of the command's own (the machine's other terminals out of reach). The session's pids cgroup, if
+   any, is joined first, while /sys is still writable.
 3. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
    made for the session); for root, the capabilities that reach past the walls leave the bounding set.
 4. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
@@ -35,10 +38,11 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
 MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
 ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1  # the same on every architecture
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_PDEATHSIG = 38, 24, 22, 1
 SECCOMP_MODE_FILTER = 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-RLIMIT_FSIZE, RLIMIT_NPROC = 1, 6
+RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NPROC = 1, 4, 6
 
 ROOT_CAPABILITIES_DROPPED = (
     2,  # DAC_READ_SEARCH (open_by_handle_at)
@@ -74,7 +78,8 @@ ROOT_CAPABILITIES_DROPPED = (
 """What root keeps (owning files, changing their owner, signalling within the walls) is what a user has over their
 own files; the rest of root's power leaves the bounding set, so no program run inside gets it back."""
 
-DEVICES_READ_WRITE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
+DEVICES_READ_WRITE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/shm")
+"""And /dev/pts where it is the command's own instance; else only the command's own terminal."""
 DEVICES_READ = ("/dev/random", "/dev/urandom")
 """(`/dev/fd/N` and `/dev/stdin` lead through /proc to the file already open, which is judged as itself.)"""
 PROXY_PORT = 3128
@@ -110,11 +115,12 @@ def enter(spec: Spec) -> None:
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
     _namespaces()
-    _mounts(spec)
+    _join_cgroup(spec)  # before /sys goes read-only
+    private_pts = _mounts(spec)
     _loopback_up()
     _limits(spec)
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _landlock(spec, abi)
+    _landlock(spec, abi, private_pts)
     families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
     for proxy_socket in spec.get("proxy", ()):
         _start_forwarder(proxy_socket, arch, frozenset(families | {seccomp.AF_UNIX}))
@@ -145,15 +151,42 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _mount(source: str | None, target: str, flags: int) -> None:
+def _mount(source: str | None, target: str, flags: int, fstype: str | None = None, data: str | None = None) -> None:
     result = _libc.mount(
-        None if source is None else source.encode(), target.encode(), None, ctypes.c_ulong(flags), None
+        None if source is None else source.encode(),
+        target.encode(),
+        None if fstype is None else fstype.encode(),
+        ctypes.c_ulong(flags),
+        None if data is None else data.encode(),
     )
     _check(result, f"mount on {target}")
 
 
-def _mounts(spec: Spec) -> None:
+def _set_read_only(path: str, read_only: bool) -> int:
+    """mount_setattr: make the mounts at and below `path` read-only (or writable); the raw result."""
+    attr = struct.pack("=QQQQ", MOUNT_ATTR_RDONLY if read_only else 0, 0 if read_only else MOUNT_ATTR_RDONLY, 0, 0)
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    return int(
+        _libc.syscall(
+            ctypes.c_long(SYS_MOUNT_SETATTR),
+            ctypes.c_int(AT_FDCWD),
+            path.encode(),
+            ctypes.c_uint(AT_RECURSIVE),
+            buffer,
+            ctypes.c_size_t(len(attr)),
+        )
+    )
+
+
+def _mounts(spec: Spec) -> bool:
+    """The file system as the command sees it; whether it has a private /dev/pts."""
     _mount(None, "/", MS_REC | MS_PRIVATE)
+    _check(_set_read_only("/", True), "making the file system read-only")  # metadata too: chmod, chown, utimes
+    private_pts = _private_devices()
+    for path in spec.get("write", ()):
+        if os.path.isdir(path) and not os.path.islink(path):
+            _mount(path, path, MS_BIND | MS_REC)
+            _set_read_only(path, False)  # refused where the mount was read-only to begin with: it stays so
     for path in spec.get("pin", ()):
         if os.path.isdir(path) and not os.path.islink(path):
             _mount(path, path, MS_BIND | MS_REC)
@@ -162,6 +195,27 @@ def _mounts(spec: Spec) -> None:
             continue
         _mount(path, path, MS_BIND | MS_REC)
         _mount(None, path, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(path))
+    try:  # the working folder again, through the new mounts (it still leads to what was under them)
+        os.chdir(os.getcwd())
+    except OSError as exc:
+        raise Failure(f"entering the working folder failed: {exc.strerror}") from None
+    return private_pts
+
+
+def _private_devices() -> bool:
+    """A /dev/shm of the command's own, and a devpts instance of its own (its terminals, not the machine's); whether
+    the devpts instance could be made."""
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, "tmpfs", "mode=1777")
+    if not os.path.isdir("/dev/pts"):
+        return False
+    try:
+        _mount("devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC, "devpts", "newinstance,ptmxmode=0666,mode=0620")
+    except Failure:
+        return False
+    if os.path.exists("/dev/ptmx"):
+        _mount("/dev/pts/ptmx", "/dev/ptmx", MS_BIND)
+    return True
 
 
 def _locked_flags(path: str) -> int:
@@ -221,11 +275,7 @@ def _limits(spec: Spec) -> None:
 
     for value in spec.get("max_file_bytes", ()):
         resource.setrlimit(RLIMIT_FSIZE, (int(value), int(value)))
-    for cgroup in spec.get("cgroup", ()):
-        try:
-            _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
-        except OSError as exc:
-            raise Failure(f"joining the command's pids cgroup failed: {exc.strerror}") from None
+    resource.setrlimit(RLIMIT_CORE, (0, 0))  # a core dump could be piped to a helper outside the walls
     if not spec.get("cgroup") and os.getuid() != 0:
         for value in spec.get("max_processes", ()):
             resource.setrlimit(RLIMIT_NPROC, (int(value), int(value)))
@@ -234,21 +284,30 @@ def _limits(spec: Spec) -> None:
             _prctl(PR_CAPBSET_DROP, cap)  # an unknown capability (an older kernel) is skipped
 
 
-def _landlock(spec: Spec, abi: int) -> None:
+def _join_cgroup(spec: Spec) -> None:
+    for cgroup in spec.get("cgroup", ()):
+        try:
+            _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
+        except OSError as exc:
+            raise Failure(f"joining the command's pids cgroup failed: {exc.strerror}") from None
+
+
+def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:
     ruleset = landlock.Ruleset(abi, net=False)
     denied = [os.path.normpath(p) for p in spec.get("deny", ())]
     landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, "/dev"])
     device_rights = landlock.READ | landlock.WRITE_FILE | landlock.IOCTL_DEV
-    for device in DEVICES_READ_WRITE:
+    for device in (*DEVICES_READ_WRITE, *(("/dev/pts",) if private_pts else ())):
         ruleset.allow(device, device_rights | (landlock.WRITE if device == "/dev/shm" else 0))
     for device in DEVICES_READ:
         ruleset.allow(device, landlock.READ | landlock.IOCTL_DEV)
     for path in spec.get("write", ()):
         landlock.grant_tree(ruleset, os.path.normpath(path), landlock.WRITE, denied)
-    try:  # noqa: SIM105 - contextlib would cost the launcher an import
-        ruleset.allow(os.ttyname(0), device_rights)  # a terminal outside /dev/pts (a console)
-    except OSError:
-        pass
+    for fd in (0, 1, 2):  # the command's own terminal, wherever it is
+        try:  # noqa: SIM105 - contextlib would cost the launcher an import
+            ruleset.allow(os.ttyname(fd), device_rights)
+        except OSError:
+            pass
     ruleset.restrict()
 
 

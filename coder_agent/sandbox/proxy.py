@@ -4,9 +4,10 @@ connection through only to an allowed host.
 A sandboxed command lives in a network namespace with nothing but its own loopback; its `HTTP(S)_PROXY` points at
 the forwarder there (`sandbox/forwarder.py`), which carries each connection to this socket. Here the request's head is
 read (`CONNECT host:port`, or a plain-HTTP request with an absolute URL), the host is held against `allow_hosts`
-(exact names, or `*.example.com` for the subdomains), resolved once, refused if it resolves to a local or private
-address (a DNS answer must not turn an allowed name into a way to this machine or its network), and only then
-connected to — that address, not the name again. A refusal is an HTTP 403 whose body says which setting would
+(exact names, or `*.example.com` for the subdomains), resolved once, refused if it resolves to this machine or to
+a link-local address, where cloud metadata lives (a DNS answer must not turn an allowed name into a way to them; a
+private address is fine, since registry mirrors live there), and only then connected to — that address, not the
+name again. A refusal is an HTTP 403 whose body says which setting would
 allow it. Nothing else is parsed: after the head, bytes are relayed as they come.
 """
 
@@ -22,6 +23,11 @@ import anyio
 from anyio.abc import ByteStream, SocketStream, TaskGroup
 
 from coder_agent.permissions.network import why_local
+
+REFUSED_EVEN_ALLOWED = ("a loopback address", "a link-local address", "the unspecified address")
+"""What an allowed host may still not resolve to: this machine, and the link-local range where cloud metadata
+services live. A private or otherwise non-public address is fine for a host the user named (a company's registry
+mirror lives on one)."""
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +116,10 @@ class HostProxy:
             await _refuse(client, "502 Bad Gateway", f"could not resolve {host}: {exc}")
             return None
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        local = next(((a, why) for a in addresses if (why := why_local(a)) is not None), None)
+        local = next(
+            ((a, why) for a in addresses if (why := why_local(a)) is not None and why.startswith(REFUSED_EVEN_ALLOWED)),
+            None,
+        )
         if local is not None:
             self._refused(host)
             await _refuse(client, "403 Forbidden", f"{host} resolves to {local[0]}, {local[1]}")

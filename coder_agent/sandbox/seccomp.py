@@ -13,7 +13,9 @@ site-packages), so no binding library is available there, and importing one woul
 - `socket` is allowed only for the address families the walls permit (`allowed_families`): by default none but
   `socketpair`'s, so a command cannot connect to a UNIX socket outside the walls (a desktop bus, the Docker
   daemon, an ssh or tmux server: each could run a command outside) nor to the network;
-- `ioctl` TIOCSTI and TIOCLINUX (pushing keystrokes into a terminal) fail.
+- `ioctl` TIOCSTI and TIOCLINUX (pushing keystrokes into a terminal) fail;
+- the calls that change another process by pid (`prlimit64`, `setpriority`, `sched_setaffinity`, `ioprio_set`,
+  …) work only on the caller itself.
 
 `filter_program(arch, …)` returns the program as bytes (`struct sock_filter[]`); `linux.py` installs it.
 """
@@ -99,12 +101,35 @@ DENIED = (
     "vhangup",
     "chroot",
 )
+SELF_ONLY: dict[str, tuple[int, int | None]] = {
+    "prlimit64": (0, None),
+    "sched_setaffinity": (0, None),
+    "sched_setscheduler": (0, None),
+    "sched_setparam": (0, None),
+    "sched_setattr": (0, None),
+    "migrate_pages": (0, None),
+    "move_pages": (0, None),
+    "setpriority": (1, 2),  # not PRIO_USER: `who` 0 there means every process of the user
+    "ioprio_set": (1, 3),  # not IOPRIO_WHO_USER, likewise
+}
+"""Calls that act on another process by pid, where Landlock's scope (signals, ptrace) does not reach: allowed only
+on the caller itself (the argument at that index 0, and argument 0 not the value that widens it to the user's
+every process), so no limit, priority, CPU or I/O setting of a process outside changes."""
 NOT_IMPLEMENTED = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register")
 """Refused with ENOSYS, as on a kernel without them: the C library falls back from `clone3` to `clone` (whose flags
 the filter can read), libuv and others from io_uring to ordinary calls."""
 
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {
+        "prlimit64": 302,
+        "sched_setaffinity": 203,
+        "sched_setscheduler": 144,
+        "sched_setparam": 142,
+        "sched_setattr": 314,
+        "migrate_pages": 256,
+        "move_pages": 279,
+        "setpriority": 141,
+        "ioprio_set": 251,
         "socket": 41,
         "ioctl": 16,
         "clone": 56,
@@ -161,6 +186,15 @@ SYSCALLS: dict[str, dict[str, int]] = {
         "chroot": 161,
     },
     "aarch64": {
+        "prlimit64": 261,
+        "sched_setaffinity": 122,
+        "sched_setscheduler": 119,
+        "sched_setparam": 118,
+        "sched_setattr": 274,
+        "migrate_pages": 238,
+        "move_pages": 239,
+        "setpriority": 140,
+        "ioprio_set": 30,
         "socket": 198,
         "ioctl": 29,
         "clone": 220,
@@ -255,6 +289,8 @@ def filter_program(arch: str, allowed_families: frozenset[int] = frozenset()) ->
     emit(_JEQ_K, table["socket"], "socket", None)
     emit(_JEQ_K, table["ioctl"], "ioctl", None)
     emit(_JEQ_K, table["clone"], "clone", None)
+    for name, (index, widening) in SELF_ONLY.items():
+        emit(_JEQ_K, table[name], f"self{index}-{widening}", None)
     emit(_RET_K, RET_ALLOW)
     # The argument checks; BPF jumps only forward, so every exit is one of the returns at the end.
     label("socket")
@@ -269,6 +305,15 @@ def filter_program(arch: str, allowed_families: frozenset[int] = frozenset()) ->
     label("clone")
     emit(_LD_W_ABS, _arg_low(0))
     emit(_JSET_K, CLONE_NAMESPACES, "deny", "allow")
+    for index, widening in sorted(set(SELF_ONLY.values()), key=str):  # the pid (or `who`) 0: the caller
+        label(f"self{index}-{widening}")
+        emit(_LD_W_ABS, _arg_low(index))
+        if widening is None:
+            emit(_JEQ_K, 0, "allow", "deny")
+        else:
+            emit(_JEQ_K, 0, None, "deny")
+            emit(_LD_W_ABS, _arg_low(0))
+            emit(_JEQ_K, widening, "deny", "allow")
     label("allow")
     emit(_RET_K, RET_ALLOW)
     label("deny")

@@ -54,6 +54,13 @@ DEFAULT_DENY_READ = (
     "~/Library/Application Support/Google/Chrome",
     "~/Library/Application Support/Firefox",
     "~/Library/Keychains",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/ssh/ssh_host_rsa_key",
+    "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key",
 )
 """Kept out of reach of sandboxed commands by default (keys, tokens, browser profiles); the agent's own config
 and session store are added to these. Paths that do not exist are skipped."""

@@ -22,6 +22,10 @@ from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
 from coder_agent.sandbox.spec import Spec
 
 PROTECTED_NAMES = (".coder-agent",)
+GIT_REDIRECTS = ("commondir", "gitdir")
+"""Files in a git folder that send git elsewhere for its config and hooks: one a command makes is removed after it,
+one it changes put back (`Walls.git_redirects`), since the folder must stay writable for commits and a wall cannot
+forbid one name in it."""
 GIT_PROTECTED = ("hooks", "config")
 PROXY_URL = "http://127.0.0.1:3128"
 CACHE_VARIABLES = {
@@ -84,6 +88,17 @@ class Walls:
         if cgroup is not None:
             spec["cgroup"] = [str(cgroup)]
         return spec
+
+    def git_redirects(self) -> dict[Path, bytes]:
+        """The redirecting files (`GIT_REDIRECTS`) in the session's git folders now, with what they say."""
+        pinned, _, writable = _git_places(self.roots)
+        folders = [*pinned, *writable]
+        folders += [m.parent for p in pinned for m in (p / "modules").glob("**/config")]
+        found: dict[Path, bytes] = {}
+        for path in (f / name for f in dict.fromkeys(folders) for name in GIT_REDIRECTS):
+            with contextlib.suppress(OSError):
+                found[path] = path.read_bytes()
+        return found
 
     def environment(self) -> dict[str, str]:
         """What a sandboxed command's environment gets on top of the usual: TMPDIR, the caches, the proxy."""

@@ -139,7 +139,8 @@ class LocalBridge:
     async def run_command(
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
-        env = {**child_environ(), **COMMAND_ENV}
+        guard = sandbox.guard() if sandbox is not None else None
+        env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
         try:
             if sandbox is not None:
                 process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
@@ -179,10 +180,11 @@ class LocalBridge:
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_group(process, grace=KILL_GRACE)
+                after = await guard.finish() if guard is not None else ""
         code = process.returncode
         signal_name = signal.Signals(-code).name if code is not None and code < 0 else None
         return CommandResult(
-            output=output.text(),
+            output=output.text() + after,
             exit_code=None if signal_name else code,
             signal=signal_name,
             timed_out=timed_out,

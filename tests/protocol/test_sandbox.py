@@ -41,7 +41,7 @@ async def test_auto_runs_sandboxed_commands_unasked_and_walls_hold(tmp_path: Pat
     asked = editor.permission_requests[0]
     assert [o["optionId"] for o in asked["options"]] == ["allow_once", "reject_once"]
     note = asked["toolCall"]["content"][-1]["content"]["text"]
-    assert "hit the sandbox's walls" in note and "Permission denied" in note, note
+    assert "hit the sandbox's walls" in note and "Read-only file system" in note, note
     result = _results(model)[0]
     assert "the user kept it inside" in result and "writes:" in result
 

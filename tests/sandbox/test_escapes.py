@@ -430,15 +430,6 @@ print("forked", len(children))
 sys.exit(0 if len(children) >= 200 else 1)
 """
 
-PROCESS_HOLE = (
-    "HOLE: the owner's processes outside the walls can still be changed by pid where Landlock's scope (signals, "
-    "ptrace) does not reach: limits (prlimit), and as an unprivileged user priority, CPU affinity and I/O "
-    "priority; no PID namespace hides them"
-)
-CHMOD_HOLE = (
-    "HOLE: Landlock does not cover chmod/chown/utimes/setxattr, and nothing else stops them: a command changes the "
-    "modes, owners, times and extended attributes of files outside the walls, kept-out keys included"
-)
 
 ESCAPES: list[Escape] = [
     # ---- writing outside the workspace --------------------------------------------------------------------------
@@ -477,24 +468,19 @@ ESCAPES: list[Escape] = [
     Escape("rename-into-workspace", "mv {victim} stolen.txt", nobody=True),
     Escape("rename-workspace-away", "mv {ws} {base}/moved"),
     Escape("rename-outside-folder", "mv {out}/inbox {out}/renamed"),
-    Escape("chmod-outside-file", "chmod 000 {victim}", root_hole=CHMOD_HOLE, nobody=True, nobody_hole=CHMOD_HOLE),
-    Escape("chmod-kept-out-key", "chmod 666 {key}", root_hole=CHMOD_HOLE),
-    Escape("touch-times-outside", "touch -d 2001-01-01 {victim}", root_hole=CHMOD_HOLE),
-    Escape("chown-outside-file", "chown 4242 {victim}", root_hole=CHMOD_HOLE),
+    Escape("chmod-outside-file", "chmod 000 {victim}", nobody=True),
+    Escape("chmod-kept-out-key", "chmod 666 {key}"),
+    Escape("touch-times-outside", "touch -d 2001-01-01 {victim}"),
+    Escape("chown-outside-file", "chown 4242 {victim}"),
     Escape(
         "xattr-on-outside-file",
         _py("import os; os.setxattr('{victim}', 'user.evil', b'1')"),
-        root_hole=CHMOD_HOLE,
     ),
     Escape(
         "write-dev-shm",
         "echo pwned > /dev/shm/{token}-planted",
-        root_hole=(
-            "HOLE: /dev/shm is writable and is the machine's own: a command leaves files there (and can read and "
-            "change other programs' shared memory) outside the walls"
-        ),
+        fails=False,  # it lands in the command's own /dev/shm: every row checks the machine's stays empty
         nobody=True,
-        nobody_hole="HOLE: /dev/shm is writable and is the machine's own (see the root row)",
     ),
     # ---- git and the agent's own files in the workspace ---------------------------------------------------------
     Escape("create-git-hook", "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/post-checkout", nobody=True),
@@ -510,12 +496,8 @@ ESCAPES: list[Escape] = [
         "mkdir evil && cp -r .git/objects .git/refs .git/HEAD evil/ "
         "&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch pwned\\n' > evil/config "
         "&& echo ../evil > .git/commondir",
-        root_hole=(
-            "HOLE: .git/commondir is writable: pointed at a folder the command made, git outside the walls takes "
-            "its config and hooks from there (core.fsmonitor runs a command on the editor's next `git status`)"
-        ),
         nobody=True,
-        nobody_hole="HOLE: .git/commondir is writable (see the root row)",
+        fails=False,  # made, then removed when the command ends: git outside sees none of it
     ),
     Escape(
         "worktree-commondir-redirect",
@@ -524,7 +506,7 @@ ESCAPES: list[Escape] = [
         "&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch pwned\\n' > evil/config "
         '&& echo "$PWD/evil" > "$(git rev-parse --git-dir)/commondir"',
         setup=_as_worktree,
-        root_hole="HOLE: a worktree's gitdir/commondir is writable too (see git-commondir-redirect)",
+        fails=False,  # made, then removed when the command ends: git outside sees none of it
     ),
     Escape(
         "worktree-main-hooks",
@@ -574,12 +556,7 @@ ESCAPES: list[Escape] = [
         "cat {home}/.aws/credentials",
         setup=_kept_out_made_late,
         late=_write_kept_out_now,
-        root_hole=(
-            "HOLE: the kept-out paths are looked up once, when the session opens: one made later (aws configure, "
-            "ssh-keygen, gh auth login during the session) is readable by every command after"
-        ),
         nobody=True,
-        nobody_hole="HOLE: kept-out paths made after the session opened are readable (see the root row)",
     ),
     Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share"),
     # ---- other processes ------------------------------------------------------------------------------------------
@@ -623,13 +600,11 @@ ESCAPES: list[Escape] = [
     Escape(
         "prlimit-watcher",
         "prlimit --pid {watcher} --nofile=5:5",
-        root_hole=PROCESS_HOLE + " (a lowered RLIMIT_CPU ends the agent with SIGKILL)",
         nobody=True,
-        nobody_hole=PROCESS_HOLE,
     ),
-    Escape("renice-watcher", "renice -n 19 -p {watcher}", nobody=True, nobody_hole=PROCESS_HOLE),
-    Escape("pin-watcher-to-a-cpu", "taskset -p 1 {watcher}", nobody=True, nobody_hole=PROCESS_HOLE),
-    Escape("ionice-watcher", "ionice -c 3 -p {watcher}", nobody=True, nobody_hole=PROCESS_HOLE),
+    Escape("renice-watcher", "renice -n 19 -p {watcher}", nobody=True),
+    Escape("pin-watcher-to-a-cpu", "taskset -p 1 {watcher}", nobody=True),
+    Escape("ionice-watcher", "ionice -c 3 -p {watcher}", nobody=True),
     # ---- the network ------------------------------------------------------------------------------------------------
     Escape("tcp-to-loopback-listener", "exec 3<>/dev/tcp/127.0.0.1/{port}", nobody=True),
     Escape(
@@ -726,17 +701,11 @@ ESCAPES: list[Escape] = [
     Escape(
         "read-another-terminal",
         _py("import os; fd = os.open('{pty}', os.O_RDONLY | os.O_NONBLOCK); print(os.read(fd, 100))"),
-        root_hole=(
-            "HOLE: /dev/pts is open to the walls: a command opens the user's other terminals, reads the keystrokes "
-            "waiting there (a password being typed) and writes to their screens"
-        ),
         nobody=True,
-        nobody_hole="HOLE: /dev/pts is open to the walls (see the root row)",
     ),
     Escape(
         "write-another-terminal",
         _py("import os; os.write(os.open('{pty}', os.O_WRONLY), b'injected')"),
-        root_hole="HOLE: /dev/pts is open to the walls (see read-another-terminal)",
     ),
     Escape(
         "read-raw-block-device",
@@ -777,10 +746,6 @@ ESCAPES: list[Escape] = [
     Escape(
         "fork-past-max-processes",
         _py(FORKS),
-        root_hole=(
-            "HOLE: max_processes does not hold for root: RLIMIT_NPROC is skipped for uid 0 (which the kernel "
-            "exempts anyway) and the launcher gets no pids cgroup from CommandSandbox.launch"
-        ),
         nobody=True,
     ),
     Escape(
@@ -788,12 +753,7 @@ ESCAPES: list[Escape] = [
         "setsid sh -c 'echo $$ > $TMPDIR/daemon; exec sleep 300' </dev/null >/dev/null 2>&1 & "
         "while [ ! -s $TMPDIR/daemon ]; do :; done",
         fails=False,
-        root_hole=(
-            "HOLE: a command that leaves its process group (setsid) keeps running after the command and its group "
-            "are ended (no PID namespace, no cgroup): the reaper ends it only when the agent exits"
-        ),
         nobody=True,
-        nobody_hole="HOLE: a process that leaves its group outlives the command (see the root row)",
     ),
     # ---- the network through the proxy ------------------------------------------------------------------------
     Escape(
@@ -928,13 +888,6 @@ def test_the_table_is_large_enough() -> None:
     assert len({row.id for row in ESCAPES}) == len(ESCAPES) >= 40
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: the forwarder outlives the command: its parent-death signal comes from inside the Landlock domain "
-        "and is refused by the signal scope, so it lives on (holding the output pipe) until its group is killed"
-    ),
-)
 def test_the_proxy_forwarder_ends_with_the_command(make_world: MakeLayout, token: str) -> None:
     """A proxied command's forwarder (forked by the launcher before the walls) must end with the command; here
     the command's output pipe is left to tell: it closes when the last process holding it ends."""
@@ -956,9 +909,6 @@ def test_the_proxy_forwarder_ends_with_the_command(make_world: MakeLayout, token
         command.communicate()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="BUG: HostProxy.serve never closes its listening socket (left to the garbage collector)"
-)
 def test_the_proxy_closes_its_listener_when_stopped(make_world: MakeLayout, token: str) -> None:
     walled = Walled(make_world(), PROXY_SETTINGS, mark=token)
     assert walled.run("true").status == 0

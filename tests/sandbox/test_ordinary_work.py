@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from coder_agent.permissions.network import why_local
+from coder_agent.sandbox.proxy import REFUSED_EVEN_ALLOWED
 from coder_agent.sandbox.settings import SandboxConfig
 from tests.sandbox.conftest import MakeLayout
 from tests.sandbox.walled import Layout, Ran, Walled, git, opened_sandbox, run_inside
@@ -39,7 +40,11 @@ def resolves_locally(host: str) -> str | None:
         addresses = {info[4][0] for info in socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)}
     except OSError:
         return None
-    local = [f"{address} ({why})" for address in sorted(addresses) if (why := why_local(str(address)))]
+    local = [
+        f"{address} ({why})"
+        for address in sorted(addresses)
+        if (why := why_local(str(address))) and why.startswith(REFUSED_EVEN_ALLOWED)
+    ]
     return ", ".join(local) or None
 
 
@@ -51,8 +56,8 @@ def refused_here(host: str) -> pytest.MarkDecorator:
         f"resolves_locally({host!r}) is not None",
         strict=True,
         reason=(
-            f"FAILS HERE: {host} resolves to a private or reserved address here, which the proxy refuses even for "
-            "an allowed host, so no package comes through it on this machine"
+            f"FAILS HERE: {host} resolves to this machine or a link-local address here, which the proxy refuses "
+            "even for an allowed host, so no package comes through it on this machine"
         ),
     )
 

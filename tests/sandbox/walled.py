@@ -34,6 +34,7 @@ import shutil
 import stat
 import subprocess
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ import anyio
 from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.cgroups import make_pids_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
@@ -108,6 +110,8 @@ def make_layout(base: Path, *, token: str, owner: int | None = None, project_con
     home = base / "home"
     secrets: dict[Path, str] = {}
     for raw in DEFAULT_DENY_READ:
+        if not raw.startswith("~/"):
+            continue  # the machine's own (/etc/shadow): not laid out here
         entry = home / raw.removeprefix("~/")
         target = entry if entry.name in FILE_LIKE else entry / SECRET_FILE_IN.get(raw, "secret.txt")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -230,7 +234,10 @@ class Walled:
             agent_paths=agent_paths(None),
             home=layout.home,
         )
-        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None)
+        pids = make_pids_group(walls.max_processes) if as_user is None else None  # a root agent's session cgroup
+        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, pids)
+        if pids is not None:
+            weakref.finalize(self, remove_group, pids)
         self.proxy = HostProxy(proxy_socket, walls.hosts) if proxy_socket is not None else None
         self.proxy_leaks: list[str] = []
         """ResourceWarnings raised when the proxy stopped (its listener is left for the garbage collector)."""
@@ -325,7 +332,16 @@ async def run_inside(
     argv, extra_env = command_line(command, sandbox)
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", "--", *argv]
-    full_env = {**child_environ(), **COMMAND_ENV, **extra_env, "HOME": str(home), **GIT_IDENTITY, **(env or {})}
+    guard = sandbox.guard()  # as the bridges do: the command's mark, and the git redirects it must not leave
+    full_env = {
+        **child_environ(),
+        **COMMAND_ENV,
+        **extra_env,
+        **guard.env,
+        "HOME": str(home),
+        **GIT_IDENTITY,
+        **(env or {}),
+    }
     process = await spawn_group(
         argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -349,8 +365,10 @@ async def run_inside(
     finally:
         with anyio.CancelScope(shield=True):
             await stop_group(process, grace=KILL_GRACE)
+            after = await guard.finish()
     assert process.returncode is not None
-    return Ran(process.returncode, b"".join(chunks).decode(errors="replace"), waiting.cancelled_caught)
+    output = b"".join(chunks).decode(errors="replace") + after
+    return Ran(process.returncode, output, waiting.cancelled_caught)
 
 
 Entry = tuple[str, int, int, int, int, str]
