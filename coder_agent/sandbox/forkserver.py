@@ -21,14 +21,20 @@ import struct
 import sys
 from typing import NoReturn
 
-from coder_agent.sandbox import linux
+from coder_agent.sandbox import linux, seccomp
 from coder_agent.sandbox.spec import FAILURE_MARK, FAILURE_STATUS, SPEC_VARIABLE, decode
 
 FDS_PER_REQUEST = 3
+WARM_FAMILIES = (
+    frozenset({seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}),
+    frozenset({seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK, seccomp.AF_UNIX}),
+)
 HEADER = struct.Struct("!I")
 
 
 def serve(fd: int) -> None:
+    for families in WARM_FAMILIES:  # built once here, so no child builds it
+        seccomp.filter_program(os.uname().machine, families)
     channel = socket.socket(fileno=fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)

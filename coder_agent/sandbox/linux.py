@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import struct
 
 from coder_agent.sandbox import landlock, seccomp
@@ -271,8 +272,6 @@ def _start_forwarder(socket_path: str, arch: str, families: frozenset[int]) -> N
 
 
 def _limits(spec: Spec) -> None:
-    import resource
-
     for value in spec.get("max_file_bytes", ()):
         resource.setrlimit(RLIMIT_FSIZE, (int(value), int(value)))
     resource.setrlimit(RLIMIT_CORE, (0, 0))  # a core dump could be piped to a helper outside the walls

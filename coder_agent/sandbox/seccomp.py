@@ -260,8 +260,19 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+_built: dict[tuple[str, frozenset[int]], bytes] = {}
+
+
 def filter_program(arch: str, allowed_families: frozenset[int] = frozenset()) -> bytes:
-    """The filter for `arch` as `struct sock_filter[]` bytes."""
+    """The filter for `arch` as `struct sock_filter[]` bytes (built once per process: the fork server's children
+    find it made)."""
+    key = (arch, allowed_families)
+    if key not in _built:
+        _built[key] = _build(arch, allowed_families)
+    return _built[key]
+
+
+def _build(arch: str, allowed_families: frozenset[int]) -> bytes:
     table = SYSCALLS.get(arch)
     if table is None:
         raise Unsupported(f"no seccomp filter for the {arch} architecture")
