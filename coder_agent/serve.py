@@ -135,15 +135,15 @@ async def _serve_until_signal(settings: ServeSettings, build: AgentBuilder, read
                     return
 
         tasks.start_soon(on_signal)
-        await run(settings, build, stop, ready)
+        await run(AcpWebSocketServer(settings, build), stop, ready)
         tasks.cancel_scope.cancel()
 
 
-async def run(settings: ServeSettings, build: AgentBuilder, stop: anyio.Event, ready: Callable[[int], None]) -> None:
+async def run(server: AcpWebSocketServer, stop: anyio.Event, ready: Callable[[int], None]) -> None:
     """Serve until `stop` is set, then close every connection (each closes and saves its sessions)."""
     from websockets.asyncio.server import serve as websocket_server
 
-    server = AcpWebSocketServer(settings, build)
+    settings = server.settings
     async with websocket_server(
         server.handle,
         settings.host,
@@ -151,7 +151,7 @@ async def run(settings: ServeSettings, build: AgentBuilder, stop: anyio.Event, r
         process_request=server.admit,
         process_response=server.answered,
         max_size=settings.max_frame_bytes,
-        ping_interval=settings.client_timeout / 2,
+        ping_interval=settings.client_timeout,
         ping_timeout=settings.client_timeout,
         close_timeout=settings.client_timeout / 3,
         server_header=None,
@@ -172,6 +172,7 @@ class AcpWebSocketServer:
         self.admitted: set[uuid.UUID] = set()
         """The connections let in, from the moment their upgrade is accepted until they end."""
         self._token = settings.token.encode()
+        self._ended = anyio.Condition()
 
     def admit(self, connection: ServerConnection, request: Request) -> Response | None:
         """Before any upgrade: the token, then the path, the upgrade and the limit; None lets it through."""
@@ -218,16 +219,26 @@ class AcpWebSocketServer:
         holder = ClaimHolder(connection_id, self.claims)
         try:
             await serve(
-                MessageSource(connection),
+                MessageSource(connection, holder.closing.set),
                 MessageSink(connection, self.settings.client_timeout),
                 self.build,
                 whole_messages=True,
                 dispatcher=holder.wrap,
             )
         finally:
+            holder.ended.set()
             self.admitted.discard(connection.id)
             self.claims.drop_all(holder)
             log.info("connection %s closed (%s)", connection_id, connection.close_reason or connection.close_code)
+            with anyio.CancelScope(shield=True):
+                async with self._ended:
+                    self._ended.notify_all()
+
+    async def idle(self) -> None:
+        """Wait until no connection is open (each one's sessions closed and saved)."""
+        async with self._ended:
+            while self.admitted:
+                await self._ended.wait()
 
 
 def _peer(connection: ServerConnection) -> str:
@@ -238,8 +249,9 @@ def _peer(connection: ServerConnection) -> str:
 class MessageSource:
     """The text messages of a WebSocket as bytes, one per `receive()`; the end of the socket is the end of input."""
 
-    def __init__(self, connection: ServerConnection) -> None:
+    def __init__(self, connection: ServerConnection, on_end: Callable[[], None]) -> None:
         self.connection = connection
+        self.on_end = on_end
 
     async def receive(self) -> bytes:
         from websockets.exceptions import ConnectionClosed
@@ -248,6 +260,7 @@ class MessageSource:
             try:
                 message = await self.connection.recv()
             except ConnectionClosed:
+                self.on_end()
                 raise anyio.EndOfStream from None
             if isinstance(message, str):
                 return message.encode("utf-8")
@@ -282,6 +295,10 @@ class ClaimHolder:
     connection_id: str
     claims: SessionClaims
     front: AgentFront | None = None
+    closing: anyio.Event = field(default_factory=anyio.Event)
+    """The client has gone: the connection is closing its sessions."""
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    """Every session of the connection is closed and saved."""
 
     def wrap(self, front: AgentFront) -> ClaimingDispatcher:
         self.front = front
@@ -295,6 +312,8 @@ class ClaimHolder:
         if session_id in manager.sessions:
             log.info("session %s moves from connection %s to another", session_id, self.connection_id)
             await manager.close(session_id)
+        elif self.closing.is_set():  # its sessions are being closed: the load must read the last save
+            await self.ended.wait()
 
 
 @dataclass
