@@ -138,15 +138,25 @@ def _agent_step(message: dict[str, Any], record: SessionRecord) -> dict[str, Any
                 "arguments": _arguments(function.get("arguments")),
             }
         )
-    reasoning = message.get("reasoning_content")
     return {
         "source": "agent",
         "model_name": record.model,
         "message": _text(message.get("content")),
-        "reasoning_content": reasoning if isinstance(reasoning, str) and reasoning else None,
+        "reasoning_content": _reasoning(message),
         "tool_calls": calls or None,
         "llm_call_count": 1,
     }
+
+
+def _reasoning(message: dict[str, Any]) -> str | None:
+    """What the model thought, where the history keeps it: the thinking blocks of the families that must be sent
+    them back (Anthropic's), else `reasoning_content`. Other providers' thoughts were shown, not kept."""
+    blocks = message.get("thinking_blocks")
+    if isinstance(blocks, list):
+        text = "\n".join(str(b.get("thinking")) for b in blocks if isinstance(b, dict) and b.get("thinking"))
+        return text or None
+    reasoning = message.get("reasoning_content")
+    return reasoning if isinstance(reasoning, str) and reasoning else None
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
@@ -246,7 +256,7 @@ def _tool_call(event: dict[str, Any]) -> Iterable[str]:
         yield _fenced(json.dumps(raw_input, ensure_ascii=False, indent=2), "json")
     for item in event.get("content") or []:
         if item.get("type") == "diff":
-            yield f"`{_line(str(item.get('path')))}`\n\n"
+            yield f"{_code(_line(str(item.get('path'))))}\n\n"
             yield _fenced(_diff(item.get("oldText"), str(item.get("newText") or "")), "diff")
         elif item.get("type") == "content":
             text = _content_text(item.get("content"))
@@ -279,12 +289,22 @@ def _content_text(content: Any) -> str:
 
 def _fenced(text: str, language: str) -> str:
     """`text` in a code fence longer than any run of backticks inside it, so nothing in it can close the fence."""
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return f"{fence}{language}\n{visible(text)}\n{fence}\n\n"
+
+
+def _code(text: str) -> str:
+    """`text` as inline code that no backtick inside it can end."""
+    ticks = "`" * (_longest_backticks(text) + 1)
+    return f"{ticks} {text} {ticks}" if "`" in text else f"{ticks}{text}{ticks}"
+
+
+def _longest_backticks(text: str) -> int:
     longest = run = 0
     for char in text:
         run = run + 1 if char == "`" else 0
         longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{visible(text)}\n{fence}\n\n"
+    return longest
 
 
 def _prose(text: str) -> str:
