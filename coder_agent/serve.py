@@ -36,7 +36,7 @@ import secrets as token_source
 import signal
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,19 +73,57 @@ class ServeSettings:
     client_timeout: float = 30.0
 
 
+class UsageError(Exception):
+    """A flag or the token variable is unusable; the message names the fix."""
+
+
 def main(args: argparse.Namespace) -> int:
     """`coder-agent serve`: listen until SIGTERM or SIGINT; the exit status."""
-    problem = _check(args)
-    if problem is not None:
-        args.command_parser.error(problem)
-    token = os.environ.get(TOKEN_ENV, "").strip()
+    try:
+        settings, generated = settings_from(args, os.environ)
+    except UsageError as problem:
+        args.command_parser.error(str(problem))
+    add_key_variable(TOKEN_ENV)  # never in a child's environment; redacted wherever it could show
+
+    def ready(port: int) -> None:
+        print(listening(settings, port, generated=generated), file=sys.stderr, flush=True)
+
+    try:
+        anyio.run(_serve_until_signal, settings, cli_agent(args.config, args.model), ready, backend="asyncio")
+    except (OSError, ExceptionGroup) as error:
+        failed = _bind_error(error)  # the address is taken, or not ours to bind
+        if failed is None:
+            raise
+        reason = failed.strerror or str(failed)
+        print(f"coder-agent serve: cannot listen on {settings.host}:{settings.port}: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _bind_error(error: BaseException) -> OSError | None:
+    """The OSError that stopped the server from listening (raised alone, or from inside its task group)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error if isinstance(error, OSError) else None
+
+
+def settings_from(args: argparse.Namespace, environ: MutableMapping[str, str]) -> tuple[ServeSettings, bool]:
+    """The settings the flags and the environment give, and whether the token was generated (then it is put in
+    `environ`, where the agent's redaction finds it); UsageError naming the fix."""
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be between 0 and 65535")
+    if args.max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if not args.max_frame_mb > 0:
+        raise UsageError("--max-frame-mb must be more than 0")
+    if not args.client_timeout > 0:
+        raise UsageError("--client-timeout must be more than 0")
+    token = environ.get(TOKEN_ENV, "").strip()
     generated = not token
     if generated:
-        token = token_source.token_urlsafe(32)
-        os.environ[TOKEN_ENV] = token  # a key variable from here on: never in a child's environment, redacted
+        token = environ[TOKEN_ENV] = token_source.token_urlsafe(32)
     elif len(token) < MIN_TOKEN_LENGTH:
-        args.command_parser.error(f"{TOKEN_ENV} must be at least {MIN_TOKEN_LENGTH} characters")
-    add_key_variable(TOKEN_ENV)
+        raise UsageError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_LENGTH} characters")
     settings = ServeSettings(
         token=token,
         host=args.host,
@@ -94,33 +132,17 @@ def main(args: argparse.Namespace) -> int:
         max_frame_bytes=int(args.max_frame_mb * 1024 * 1024),
         client_timeout=args.client_timeout,
     )
-
-    def ready(port: int) -> None:
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        lines = [f"coder-agent serve: ACP over WebSocket at ws://{host}:{port}{PATH}"]
-        if generated:
-            lines.append(f"  token (shown once; set {TOKEN_ENV} to choose it): {token}")
-        lines.append("  clients send it as `Authorization: Bearer <token>`; Ctrl-C stops")
-        print("\n".join(lines), file=sys.stderr, flush=True)
-
-    try:
-        anyio.run(_serve_until_signal, settings, cli_agent(args.config, args.model), ready, backend="asyncio")
-    except OSError as error:  # the address is taken, or not ours to bind
-        print(f"coder-agent serve: cannot listen on {settings.host}:{settings.port}: {error.strerror}", file=sys.stderr)
-        return 1
-    return 0
+    return settings, generated
 
 
-def _check(args: argparse.Namespace) -> str | None:
-    if not 0 <= args.port <= 65535:
-        return "--port must be between 0 and 65535"
-    if args.max_connections < 1:
-        return "--max-connections must be at least 1"
-    if not args.max_frame_mb > 0:
-        return "--max-frame-mb must be more than 0"
-    if not args.client_timeout > 0:
-        return "--client-timeout must be more than 0"
-    return None
+def listening(settings: ServeSettings, port: int, *, generated: bool) -> str:
+    """What `serve` prints once it listens: the address, and a generated token (this once only)."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    lines = [f"coder-agent serve: ACP over WebSocket at ws://{host}:{port}{PATH}"]
+    if generated:
+        lines.append(f"  token (shown once; set {TOKEN_ENV} to choose it): {settings.token}")
+    lines.append("  clients send it as `Authorization: Bearer <token>`; Ctrl-C stops")
+    return "\n".join(lines)
 
 
 async def _serve_until_signal(settings: ServeSettings, build: AgentBuilder, ready: Callable[[int], None]) -> None:

@@ -6,6 +6,7 @@ connections, an oversized message, and clients that vanish or stop reading."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from coder_agent.cli import parse_args
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
-from coder_agent.serve import CONNECTION_ID_HEADER
+from coder_agent.serve import CONNECTION_ID_HEADER, TOKEN_ENV, UsageError, listening, settings_from
 from tests.support.acp_client import WAIT
 from tests.support.editor import FakeEditor
 from tests.support.websocket import TOKEN, acp_server, stop_reading, websocket_client
@@ -266,3 +268,37 @@ async def test_loading_a_session_open_elsewhere_takes_it_over(tmp_path: Path, wo
             assert "Taken over." in new.agent_text(session)
         failure = await old.request_raw("session/prompt", {"sessionId": session, "prompt": []})
         assert failure["error"]["code"] == -32002
+
+
+def test_the_settings_come_from_the_flags_and_a_token_is_made_when_none_is_given() -> None:
+    args = parse_args(["serve", "--port", "0", "--max-connections", "3", "--max-frame-mb", "0.5"])
+    environ: dict[str, str] = {}
+    settings, generated = settings_from(args, environ)
+    assert generated
+    assert environ[TOKEN_ENV] == settings.token and len(settings.token) >= 32
+    assert (settings.host, settings.port, settings.max_connections) == ("127.0.0.1", 0, 3)
+    assert settings.max_frame_bytes == 512 * 1024
+    assert settings.client_timeout == 30.0
+    shown = listening(settings, 4321, generated=True)
+    assert "ws://127.0.0.1:4321/acp" in shown and settings.token in shown
+    assert settings.token not in listening(settings, 4321, generated=False)
+
+    given, generated = settings_from(args, {TOKEN_ENV: "  a-token-of-my-own-choosing "})
+    assert (given.token, generated) == ("a-token-of-my-own-choosing", False)
+    v6, _ = settings_from(parse_args(["serve", "--host", "::1"]), {TOKEN_ENV: "a-token-of-my-own-choosing"})
+    assert "ws://[::1]:8765/acp" in listening(v6, 8765, generated=False)
+
+
+@pytest.mark.parametrize(
+    ("flags", "environ", "problem"),
+    [
+        (["--port", "70000"], {}, "--port must be between 0 and 65535"),
+        (["--max-connections", "0"], {}, "--max-connections must be at least 1"),
+        (["--max-frame-mb", "0"], {}, "--max-frame-mb must be more than 0"),
+        (["--client-timeout", "-1"], {}, "--client-timeout must be more than 0"),
+        ([], {TOKEN_ENV: "too-short"}, "CODER_AGENT_SERVE_TOKEN must be at least 16 characters"),
+    ],
+)
+def test_unusable_settings_name_the_fix(flags: list[str], environ: dict[str, str], problem: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(problem)):
+        settings_from(parse_args(["serve", *flags]), dict(environ))

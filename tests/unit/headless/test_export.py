@@ -189,3 +189,50 @@ def test_the_command_line_takes_the_formats_the_exporter_knows() -> None:
 def _call(call_id: str, name: str, arguments: object) -> dict[str, object]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+def test_markdown_shows_plans_compactions_links_and_images(tmp_path: Path) -> None:
+    now = utc_now()
+    record = SessionRecord(
+        session_id="s4",
+        cwd=str(tmp_path),
+        created_at=now,
+        updated_at=now,
+        cost=0.25,
+        events=[
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "see"}},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "image", "data": "", "mimeType": "image/png"}},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "resource_link", "name": "a.py", "uri": "x"}},
+            {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "one\n\ntwo"}},
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Plan made."}},
+            {
+                "sessionUpdate": "plan",
+                "entries": [
+                    {"content": "read", "priority": "high", "status": "completed"},
+                    {"content": "write", "priority": "low", "status": "pending"},
+                ],
+            },
+            {"sessionUpdate": "compaction_update", "compactionId": "k", "status": "completed"},
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t",
+                "title": "Edit `odd`.py",
+                "kind": "edit",
+                "status": "failed",
+                "rawInput": {"path": "`odd`.py"},
+                "content": [
+                    {"type": "diff", "path": "`odd`.py", "oldText": None, "newText": "new\n"},
+                    {"type": "content", "content": {"type": "text", "text": "it failed"}},
+                ],
+            },
+        ],
+    )
+    text = render(record, "markdown")
+    assert "- **Cost:** $0.2500" in text
+    assert "[image]" in text and "[a.py]" in text
+    assert "> one\n>\n> two" in text
+    assert "- [x] read\n- [ ] write" in text
+    assert "_The conversation was compacted (completed)._" in text
+    assert "### ✗ Edit `odd`.py" in text
+    assert "`` `odd`.py ``" in text
+    assert "+new" in text and "it failed" in text
