@@ -102,8 +102,8 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         '       coder-agent [run options] "PROMPT"     the same: a prompt means run\n'
         "       coder-agent sessions [--all] [--json]  the sessions of this folder, to --resume\n"
         "       coder-agent doctor [--offline]         check the setup; print the editor settings\n"
-        "       coder-agent export SESSION [--format F] a session as ATIF, JSON or Markdown\n"
-        "       coder-agent serve [--port N]            serve ACP over WebSocket (a remote editor connects)",
+        "       coder-agent export SESSION [--format F]  a session as Markdown, ATIF or JSON\n"
+        "       coder-agent serve [--port N]           ACP over WebSocket, for an editor elsewhere",
         description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
         "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
         formatter_class=formatter,
