@@ -30,7 +30,8 @@ log = logging.getLogger("coder_agent")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 MODES = ("read-only", "default", "accept-edits", "auto", "full-auto")  # permissions.modes.ModeName (a test holds it)
 OUTPUT_FORMATS = ("text", "json", "stream-json")
-COMMANDS = ("run", "doctor", "sessions")
+EXPORT_FORMATS = ("markdown", "atif", "json")  # headless.export.FORMATS (a test holds it)
+COMMANDS = ("run", "doctor", "sessions", "export", "serve")
 VALUE_FLAGS = frozenset({"--config", "--model", "-m", "--log-file", "--log-level"})
 """The flags every form takes that are followed by a value."""
 RUN_FLAGS = frozenset({"-p", "--prompt", "-c", "--continue", "-r", "--resume"})
@@ -100,7 +101,9 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         "       coder-agent run [options] [PROMPT]     one request without an editor\n"
         '       coder-agent [run options] "PROMPT"     the same: a prompt means run\n'
         "       coder-agent sessions [--all] [--json]  the sessions of this folder, to --resume\n"
-        "       coder-agent doctor [--offline]         check the setup; print the editor settings",
+        "       coder-agent doctor [--offline]         check the setup; print the editor settings\n"
+        "       coder-agent export SESSION [--format F]  a session as Markdown, ATIF or JSON\n"
+        "       coder-agent serve [--port N]           ACP over WebSocket, for an editor elsewhere",
         description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
         "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
         formatter_class=formatter,
@@ -112,7 +115,7 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         parser.set_defaults(command=None)
         return parser
     commands = parser.add_subparsers(
-        dest="command", metavar="{run,sessions,doctor}", help=argparse.SUPPRESS, prog="coder-agent"
+        dest="command", metavar="{run,sessions,doctor,export,serve}", help=argparse.SUPPRESS, prog="coder-agent"
     )
 
     run = commands.add_parser(
@@ -204,7 +207,55 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     doctor.add_argument("--offline", action="store_true", help="skip the request to the model's endpoint")
     _add_common(doctor, top=False)
     doctor.set_defaults(command_parser=doctor)
+    _add_export(commands, formatter)
+    _add_serve(commands, formatter)
     return parser
+
+
+def _add_export(commands: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> None:
+    export = commands.add_parser(
+        "export",
+        formatter_class=formatter,
+        help="write a stored session out as ATIF, JSON or Markdown",
+        description="Write a stored session out: atif (the Agent Trajectory Interchange Format that Harbor and its\n"
+        "leaderboards read), json (the stored record) or markdown (the conversation as the editor showed it).",
+    )
+    export.add_argument(
+        "session", metavar="SESSION", help="the session's id, or the start of it (`sessions` lists them)"
+    )
+    export.add_argument(
+        "--format", dest="export_format", choices=EXPORT_FORMATS, default="markdown", help="default: markdown"
+    )
+    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
+    _add_common(export, top=False)
+    export.set_defaults(command_parser=export)
+
+
+def _add_serve(commands: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> None:
+    serve = commands.add_parser(
+        "serve",
+        formatter_class=formatter,
+        help="serve ACP over WebSocket at /acp, for an editor on another machine",
+        description="Serve ACP over WebSocket on one endpoint, /acp: each connection is an editor's connection with\n"
+        "the same sessions, permissions and sandbox as over stdio. A bearer token is required: set\n"
+        "CODER_AGENT_SERVE_TOKEN, or one is generated and printed once. Listens on 127.0.0.1 unless\n"
+        "--host says otherwise; put TLS in front with a reverse proxy (README: Serving over WebSocket).",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="the port (default: 8765; 0 picks a free one)")
+    serve.add_argument("--max-connections", type=int, default=32, metavar="N", help="at most N at once (default: 32)")
+    serve.add_argument(
+        "--max-frame-mb", type=float, default=16.0, metavar="MB", help="the largest message taken (default: 16)"
+    )
+    serve.add_argument(
+        "--client-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a client silent or not reading this long is dropped, its turns cancelled (default: 30)",
+    )
+    _add_common(serve, top=False)
+    serve.set_defaults(command_parser=serve)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -302,6 +353,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
         _exit(sessions(cwd, every_folder=args.every_folder, as_json=args.as_json))
+    if args.command == "export":
+        from coder_agent.headless.export import main as export
+
+        _exit(export(args.session, args.export_format, args.output))
+    if args.command == "serve":
+        from coder_agent.serve import main as serve
+
+        _exit(serve(args))
     log.info("coder-agent %s starting (pid %d)", __version__, os.getpid())
     try:
         anyio.run(run, args, backend="asyncio")

@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent.acp.front import AgentFront
-from coder_agent.rpc.connection import Connection
+from coder_agent.rpc.connection import Connection, Dispatcher
 from coder_agent.rpc.framing import ByteSink, ByteSource
 
 if TYPE_CHECKING:
@@ -86,10 +86,23 @@ def cli_agent(config_file: Path | None = None, model: str | None = None) -> Agen
     return agent_builder(cli_source(config_file, model))
 
 
-async def serve(receive: ByteSource, send: ByteSink, build: AgentBuilder) -> None:
-    """Serve ACP until the input ends or the task is cancelled, then close every session."""
+async def serve(
+    receive: ByteSource,
+    send: ByteSink,
+    build: AgentBuilder,
+    *,
+    whole_messages: bool = False,
+    dispatcher: Callable[[AgentFront], Dispatcher] | None = None,
+) -> None:
+    """Serve ACP until the input ends or the task is cancelled, then close every session.
+
+    `whole_messages`: the streams carry one message per call (a WebSocket), not newline-delimited frames.
+    `dispatcher` puts something in front of the agent's dispatcher (`coder-agent serve` watches whose sessions
+    are open where)."""
     front = AgentFront(build)
-    connection = Connection(receive, send, front)
+    connection = Connection(
+        receive, send, front if dispatcher is None else dispatcher(front), whole_messages=whole_messages
+    )
     async with anyio.create_task_group() as task_group:
         front.bind(connection, task_group)
         task_group.start_soon(front.load)

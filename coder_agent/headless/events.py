@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
+from coder_agent.agent.metering import USAGE_META
 from coder_agent.protocol.content import DiffContent, TextContent, ToolCallContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -49,6 +50,10 @@ class Usage:
     context_tokens: int = 0
     """The conversation's size after the last request."""
     context_window: int | None = None
+    input_tokens: int = 0
+    """Input tokens of every request (those read from the prompt cache included), as the provider counted them."""
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
 
 
 @dataclass
@@ -97,6 +102,10 @@ class Tally:
         elif isinstance(update, UsageUpdate):
             self.usage.context_tokens = update.used
             self.usage.context_window = update.size
+            call = (update.meta or {}).get(USAGE_META) or {}
+            self.usage.input_tokens += int(call.get("inputTokens") or 0)
+            self.usage.cached_input_tokens += int(call.get("cachedInputTokens") or 0)
+            self.usage.output_tokens += int(call.get("outputTokens") or 0)
 
     def _finish(self, call_id: str, status: str | None) -> None:
         if status != "completed":

@@ -50,6 +50,8 @@ commands:
             `coder-agent "PROMPT"` is short for it
   sessions  the stored sessions of this folder (--all: every folder's; --json), to --resume
   doctor    check the config, the model, its key and endpoint; print the editor settings for this install
+  export    write a stored session out: markdown (to read), atif (Harbor's trajectories) or json
+  serve     serve ACP over WebSocket at /acp for an editor on another machine (a bearer token, 127.0.0.1)
 
 environment:
 {environment}

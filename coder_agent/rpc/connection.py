@@ -8,7 +8,9 @@ values), anything else becomes -32603 with the traceback in the log only. Text i
 a lone UTF-16 surrogate (`\ud800`, which no UTF-8 encoder accepts) becomes U+FFFD, and a message nested
 deeper than `MAX_DEPTH` is refused (-32602 for a request, dropped for a notification).
 
-It knows nothing of ACP: methods are strings, params and results are plain JSON values, and the
+The byte streams carry newline-delimited frames (stdio), or, with `whole_messages`, one message per `receive()`
+and per `send()` (a WebSocket's text messages: no newline is added or looked for, the transport bounds a
+message's size). It knows nothing of ACP: methods are strings, params and results are plain JSON values, and the
 `Dispatcher` decides what a method means. Notifications from the peer are handled in arrival order,
 before the next frame is read, so a `session/cancel` always takes effect before a later request.
 """
@@ -21,7 +23,7 @@ import logging
 import math
 import re
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,6 +115,15 @@ def _clean(message: Any, fix_surrogates: bool) -> bool:
     return True
 
 
+async def _whole_messages(stream: ByteSource) -> AsyncIterator[bytes | FrameTooLarge]:
+    """Each message the stream gives, until it ends."""
+    while True:
+        try:
+            yield await stream.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -131,8 +142,10 @@ class Connection:
         dispatcher: Dispatcher,
         *,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        whole_messages: bool = False,
     ) -> None:
         self._receive = receive
+        self._whole_messages = whole_messages
         self._send_stream = send
         self._dispatcher = dispatcher
         self._request_timeout = request_timeout
@@ -153,7 +166,7 @@ class Connection:
         try:
             async with anyio.create_task_group() as task_group:
                 self._task_group = task_group
-                async for frame in read_frames(self._receive):
+                async for frame in self._frames():
                     if isinstance(frame, FrameTooLarge):
                         await self._send_error(None, ParseError("Parse error: message too large"))
                     else:
@@ -171,6 +184,9 @@ class Connection:
             for pending in self._outgoing.values():
                 pending.error = {"code": -32603, "message": "The connection closed before the client answered"}
                 pending.done.set()
+
+    def _frames(self) -> AsyncIterator[bytes | FrameTooLarge]:
+        return _whole_messages(self._receive) if self._whole_messages else read_frames(self._receive)
 
     # ---- our requests to the peer -------------------------------------------------------------
 
@@ -366,7 +382,7 @@ class Connection:
             log.debug("-> %s", text[:_LOG_FRAME_CHARS])
         async with self._write_lock:
             try:
-                await self._send_stream.send(data + b"\n")
+                await self._send_stream.send(data if self._whole_messages else data + b"\n")
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._closed = True
                 raise ClientError(-32603, "The client connection is closed") from None

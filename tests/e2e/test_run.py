@@ -95,6 +95,9 @@ async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fak
     assert result["files_changed"] == ["main.py"]
     assert result["usage"]["model_requests"] == 3
     assert result["usage"]["tokens"] > 0
+    usage = result["usage"]
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0  # each request's, added up (Harbor reads them)
+    assert usage["cached_input_tokens"] == 0
     assert "cost" in result
     assert ran.stderr == ""
 
