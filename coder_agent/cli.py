@@ -157,6 +157,11 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         metavar="FILE",
         help="MCP servers from a JSON file: mcpServers (Claude, Cursor), context_servers (Zed), servers (VS Code)",
     )
+    run.add_argument(
+        "--append-system-prompt",
+        metavar="TEXT",
+        help="instructions added to the system prompt, kept with the session (as an editor's systemPrompt)",
+    )
     run.add_argument("--max-turns", type=int, metavar="N", help="the most model requests for this prompt")
     resume = run.add_mutually_exclusive_group()
     resume.add_argument(

@@ -43,6 +43,7 @@ from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
 from coder_agent.secrets import redact
+from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.turn_runner import TurnReport
 from coder_agent.stdio import reserve_stdout
@@ -253,6 +254,8 @@ def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) ->
     saved.set_mode(options.mode or saved.config.default_mode)
     saved.run_unattended()
     saved.policy.add_rules(options.allow, options.deny)
+    if options.append_system_prompt is not None:
+        saved.set_system_prompt_addition(SystemPromptAddition(options.append_system_prompt))
     updates: dict[str, Any] = {}
     if options.model is not None and options.model != saved.config.model:
         updates["model"] = options.model

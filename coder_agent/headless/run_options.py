@@ -63,6 +63,8 @@ class RunOptions:
     same name."""
     piped: PipedInput | None = None
     """What came on stdin next to a prompt argument (added to the prompt), or how the wait for it ended."""
+    append_system_prompt: str | None = None
+    """--append-system-prompt: instructions added after the agent's own, stored with the session."""
 
     def prompt_text(self) -> str | None:
         """The prompt as the model gets it: with the piped input after it, in a fence."""
@@ -124,7 +126,16 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         piped=piped,
         add_dirs=add_dirs,
         mcp_servers=tuple(mcp_servers),
+        append_system_prompt=_instructions(getattr(args, "append_system_prompt", None)),
     )
+
+
+def _instructions(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError("--append-system-prompt: the instructions are empty")
+    return text.strip()
 
 
 def _folder(flag: str, text: str) -> Path:

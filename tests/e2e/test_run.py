@@ -529,3 +529,20 @@ async def test_usage_and_cost_count_every_request_of_a_slowly_streamed_turn(
     assert text.code == 0, text.stderr
     counted = f"{requests} model request{'s' if requests > 1 else ''}, {result['usage']['tokens']:,} tokens"
     assert counted in text.stderr, "the terminal footer counts them too"
+
+
+async def test_append_system_prompt_joins_the_instructions_and_stays_with_the_session(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([Reply("ok"), Reply("still ok")])
+    args = ["--cwd", str(work), "--output-format", "json"]
+    ran = await run_here(tmp_path, *args, "--append-system-prompt", "Answer in French.", "hi", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    system = fake_llm.last_request["messages"][0]["content"]
+    assert system.rstrip().endswith("Answer in French.") and "# Instructions for this session" in system
+    again = await run_here(tmp_path, *args, "--continue", "again", llm=fake_llm)
+    assert again.code == 0 and fake_llm.last_request["messages"][0]["content"] == system
+    from coder_agent.headless.run_options import UsageError
+
+    with pytest.raises(UsageError, match="the instructions are empty"):  # exit status 2, as every usage error
+        await run_here(tmp_path, *args, "--append-system-prompt", "  ", "hi", llm=fake_llm)
