@@ -2,8 +2,10 @@
 
 Updates are `session/update` notifications; files go through `fs/read_text_file` and `fs/write_text_file` (so
 unsaved buffers count and the editor sees every write); commands run in the editor's terminal (`terminal/*`),
-where the user watches them, always released after; permission questions are `session/request_permission`;
-questions for the user are `elicitation/create` (a form, or a web page to open, then `elicitation/complete`).
+where the user watches them, always released after (background jobs too: `acp.terminal_job`); permission questions
+are `session/request_permission`; questions for the user are `elicitation/create` (a form, or a web page to open,
+then `elicitation/complete`). A sub-agent's updates and questions carry its own session id where the client shows
+sub-agent sessions (`subagent_bridge`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
 opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead (saying so in a
 notice the first time), and a question of a kind the client cannot show comes back declined, saying why.
@@ -21,8 +23,10 @@ import anyio
 from pydantic import ValidationError
 
 from coder_agent.acp.presentation import permission_options
+from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError
 from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.process import owner_marked
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -33,9 +37,11 @@ from coder_agent.protocol.schema import (
     FormElicitation,
     NoticeSeverity,
     NoticeUpdate,
+    PlanDocumentUpdate,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionUpdate,
+    SubagentUpdate,
     TerminalExitStatus,
     TerminalOutputResponse,
     ToolCallUpdate,
@@ -43,6 +49,7 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import editor_terminal_env
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import (
     COMMAND_ENV,
     OUTPUT_BYTE_LIMIT,
@@ -104,7 +111,12 @@ class AcpClientBridge:
     # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        """Send one `session/update` notification."""
+        """Send one `session/update` notification (a Markdown plan or a sub-agent's session only to a client that
+        shows them)."""
+        if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
+            return
+        if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
+            return
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
@@ -240,20 +252,8 @@ class AcpClientBridge:
         if not self.capabilities.terminal:
             await self._fallback("commands")
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
-        (program, *args), extra_env = command_line(command, sandbox)
-        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env}
-        params: dict[str, Any] = {
-            "command": program,
-            "args": args,
-            "cwd": str(cwd),
-            "env": [{"name": k, "value": v} for k, v in env.items()],
-            "outputByteLimit": OUTPUT_BYTE_LIMIT,
-        }
-        try:
-            created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
-        except ClientError as exc:
-            raise BridgeError(f"The editor could not start the command: {exc.message}") from None
-        terminal_id = CreateTerminalResponse.model_validate(created).terminal_id
+        argv, extra_env = command_line(command, sandbox)
+        terminal_id = await self._create_terminal(argv, cwd, extra_env)
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -283,6 +283,53 @@ class AcpClientBridge:
                 if not exited:
                     await _quietly(self._terminal("terminal/kill", terminal_id))
                 await _quietly(self._terminal("terminal/release", terminal_id))
+
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        """A job in the editor's terminal (see `acp.terminal_job`): its processes carry the agent's mark, so the reaper
+        ends them too if the agent is killed; its input, when asked for, comes through a FIFO."""
+        if not self.capabilities.terminal:
+            await self._fallback("commands")
+            return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+        argv, extra_env = command_line(command, sandbox)
+        folder = stdin = None
+        if with_input:
+            try:
+                folder, fifo, stdin = open_input_fifo()
+            except OSError as exc:
+                raise BridgeError(f"The job's input could not be made: {exc.strerror or exc}.") from None
+            argv = [*READ_FROM_FIFO, str(fifo), *argv]
+        try:
+            terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **owner_marked({})})
+        except BaseException:
+            await TerminalJob(self._terminal, "", stdin, folder).release()
+            raise
+        return TerminalJob(self._terminal, terminal_id, stdin, folder)
+
+    async def _create_terminal(self, argv: list[str], cwd: Path, extra_env: dict[str, str]) -> str:
+        """`terminal/create` for a command line (keys blanked out of its environment); its id. BridgeError."""
+        program, *args = argv
+        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env}
+        params: dict[str, Any] = {
+            "command": program,
+            "args": args,
+            "cwd": str(cwd),
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            "outputByteLimit": OUTPUT_BYTE_LIMIT,
+        }
+        try:
+            created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
+        except ClientError as exc:
+            raise BridgeError(f"The editor could not start the command: {exc.message}") from None
+        return CreateTerminalResponse.model_validate(created).terminal_id
+
+    def subagent_bridge(self, child_id: str) -> AcpClientBridge | None:
+        """The editor as a sub-agent's own session sees it (updates and questions with the child's session id),
+        when it advertised `subagents`."""
+        if self.capabilities.subagents is None:
+            return None
+        return AcpClientBridge(self._peer, self.capabilities, child_id)
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""

@@ -36,6 +36,7 @@ from coder_agent.protocol.schema import (
     StopReason,
 )
 from coder_agent.session.bridge import ClientBridge
+from coder_agent.session.jobs import Job
 from coder_agent.session.options import apply_option, config_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -55,6 +56,8 @@ from coder_agent.store import (
 log = logging.getLogger(__name__)
 
 MCP_CONNECT_TIMEOUT = 20.0
+LAST_OUTPUT_CHARS = 400
+"""The end of a job's output shown in the notice of its end."""
 
 ClientFactory = Callable[[str], ClientBridge]
 
@@ -152,6 +155,7 @@ class SessionManager:
             notices=[("The project config was left out", problem) for problem in problems],
         )
         session = Session(state, services)
+        services.jobs.on_end = _job_ended(session)
         try:
             await self._sandbox(session)
             if mcp_servers:
@@ -311,6 +315,21 @@ async def _prepare(session: Session) -> None:
         await system_prompt.prepare(session.turn_context())
     except Exception:  # the first turn builds it then, and reports what fails
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
+
+
+def _job_ended(session: Session) -> Callable[[Job], Awaitable[None]]:
+    """A job that ends while no turn runs is a notice (during a turn, the model is told after its next tool call;
+    either way the next environment update lists it)."""
+
+    async def tell(job: Job) -> None:
+        if session.turn_running:
+            return
+        tail = job.handle.output.tail(LAST_OUTPUT_CHARS).strip()
+        shown = f"\n\n```\n{tail}\n```" if tail else ""
+        description = f"The model is told at your next message; its output is kept.{shown}"
+        await session.services.bridge.notice("info", f"Background {job.label} {job.state()}", description)
+
+    return tell
 
 
 def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:

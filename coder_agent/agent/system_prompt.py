@@ -11,9 +11,11 @@ tells the model to keep going until the task is done and verified, without stopp
 (`prompts/autonomous.md`); otherwise it works with the user, asking when it must.
 
 What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode (and with
-it how to work), the skills — reaches the model as a short user message (`prompts/environment_update.md`) placed
-before the user's next prompt, and only when one of those facts changed since the model was last told. The
-conversation keeps the facts as last told (`Conversation.environment`) to tell the difference.
+it how to work), the skills, the background jobs that ended — reaches the model as a short user message
+(`prompts/environment_update.md`) placed before the user's next prompt, and only when one of those facts changed
+since the model was last told. The conversation keeps the facts as last told (`Conversation.environment`) to tell
+the difference; the jobs remember whether the model saw them end (`session.jobs`). A job that ends while a turn
+runs is named the same way after that turn's next tool results (`jobs_note`).
 """
 
 from __future__ import annotations
@@ -100,14 +102,36 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     env = await _describe(ctx)
     if conversation.system is None:
         _fix(ctx, env)
-        return system_message(conversation), None
+        return system_message(conversation), jobs_note(ctx)
     now = facts(env, mode, autonomous(ctx))
     changed = changes(conversation.environment, now)
     conversation.told(now)
-    if not changed:
+    ended = ended_jobs(ctx)
+    if not changed and not ended:
         return system_message(conversation), None
-    update = prompts.render("environment_update.md", changes=changed)
+    update = prompts.render("environment_update.md", changes=changed, jobs=ended)
     return system_message(conversation), {"role": "user", "content": update}
+
+
+def ended_jobs(ctx: TurnContext) -> list[str]:
+    """The session's background jobs that ended and the model was not told of, in words (they count as told)."""
+    if ctx.parent_id is not None:  # a sub-agent's turn: the session's jobs are its parent's to hear of
+        return []
+    lines = []
+    for job in ctx.jobs.take_ended():
+        unread = job.handle.output.total - job.read_to
+        more = f"; {unread:,} characters of its output unread (job_output)" if unread else ""
+        lines.append(f"{job.label} {job.state()}{more}")
+    return lines
+
+
+def jobs_note(ctx: TurnContext) -> Message | None:
+    """A short update naming the background jobs that ended since the model was last told (None: none did); it
+    follows the tool results of a turn, or opens one."""
+    ended = ended_jobs(ctx)
+    if not ended:
+        return None
+    return {"role": "user", "content": prompts.render("environment_update.md", changes=[], jobs=ended)}
 
 
 async def current_system_message(ctx: TurnContext) -> Message:

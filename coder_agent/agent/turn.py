@@ -203,6 +203,8 @@ class Turn:
                 return "end_turn"
         if images:  # tool messages carry text only: images follow in a user message
             self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+        if (note := system_prompt.jobs_note(self.ctx)) is not None:  # background jobs that ended meanwhile
+            self.conversation.append(note)
         return "end_turn" if waiting else None
 
     # ---- model --------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """`ClientBridge`: what a session may ask of its environment — show updates and notices, read and write text
-files, run a command, ask the user's permission, ask the user a question.
+files, run a command (or start one in the background), ask the user's permission, ask the user a question.
 
 Two implementations, chosen once when a session opens: the editor over ACP (`acp.client_bridge.AcpClientBridge`,
 which itself falls back to the local machine for what the editor does not offer) and the local machine
@@ -21,6 +21,7 @@ from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.user_questions import Answer, Question
 
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
@@ -101,6 +102,19 @@ class ClientBridge(Protocol):
         `show` is called with what lets the user watch it (an editor terminal) as soon as there is one.
         BridgeError if it could not be started.
         """
+        ...
+
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        """Start a shell command line in the background (a job), inside `sandbox`'s walls when one is given, with its
+        standard input open for writing with `with_input` (else it reads end of file). BridgeError if it could not
+        be started. Its owner runs it, and releases it once it has ended."""
+        ...
+
+    def subagent_bridge(self, child_id: str) -> ClientBridge | None:
+        """The client as a sub-agent's own session `child_id` sees it, when the client shows sub-agent sessions
+        (ACP's `subagents` capability); None when it does not."""
         ...
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:

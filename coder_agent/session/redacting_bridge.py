@@ -18,6 +18,7 @@ from coder_agent import secrets
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
 from coder_agent.session.replay import ReplayLog
 from coder_agent.session.user_questions import Answer, Question
@@ -71,3 +72,11 @@ class RedactingBridge:
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
         return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
+
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        return await self.inner.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+
+    def subagent_bridge(self, child_id: str) -> ClientBridge | None:
+        return self.inner.subagent_bridge(child_id)

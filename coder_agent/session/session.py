@@ -48,6 +48,10 @@ class Session:
     def id(self) -> str:
         return self.state.id
 
+    @property
+    def turn_running(self) -> bool:
+        return self._turn_scope is not None
+
     def turn_context(self) -> TurnContext:
         """The session as a turn (or a call outside one, like an MCP server's sampling request) sees it now."""
         state, services = self.state, self.services
@@ -64,6 +68,7 @@ class Session:
             spending=state.spending,
             mcp=services.mcp,
             sandbox=services.sandbox,
+            jobs=services.jobs,
             tasks=services.tasks,
             save_soon=self.save_soon,
             after_response=self.after_response,

@@ -21,6 +21,7 @@ from coder_agent.config import Config
 from coder_agent.permissions import PermissionPolicy
 from coder_agent.session.conversation import Conversation, Spending
 from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class TurnContext:
     mcp: McpHub | None
     sandbox: CommandSandbox | None
     """The walls the session's commands run in (not in full-auto); None when they cannot be sandboxed."""
+    jobs: JobTable
+    """The session's background jobs."""
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
     save_soon: Callable[[], None]
@@ -56,6 +59,8 @@ class TurnContext:
     """Run a job once the prompt's response is written (a turn's bill, its last save)."""
     unattended: bool = False
     """No one watches the run (`coder-agent run`): the model works on its own, as in an autonomous mode."""
+    parent_id: str | None = None
+    """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:

@@ -6,9 +6,9 @@ before a write; on the disk, reads and writes reach the checked place without fo
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
-process group) and show themselves in the call as soon as they start; the agent's own checks run locally
-(`run_local`, the local bridge's process machinery). Questions for the user go through the
-bridge too, tied to the call.
+process group) and show themselves in the call as soon as they start, and so do background jobs (`start_job`);
+the agent's own checks run locally (`run_local`, the local bridge's process machinery). Questions for the user go
+through the bridge too, tied to the call.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import CallFailed
 from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
-from coder_agent.protocol.content import ToolCallContent, ToolKind
+from coder_agent.protocol.content import TerminalContent, ToolCallContent, ToolKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
 from coder_agent.session.bridge import CommandResult
+from coder_agent.session.jobs import Job
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import Answer, Question
@@ -95,6 +96,9 @@ class ToolContext:
         self._checkpoints = turn.checkpoints
         self._bridge = turn.bridge
         self._sandbox = turn.sandbox
+        self.jobs = turn.jobs
+        """The session's background jobs."""
+        self._job_owner = turn.session_id if turn.parent_id is not None else None
         self._ask_outside = ask_outside
         self._progress = progress
         self._shown: list[ToolCallContent] = []
@@ -274,6 +278,19 @@ class ToolContext:
         user watch it joins the call's content."""
         sandbox = self._sandbox if sandboxed else None
         return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show, sandbox=sandbox)
+
+    async def start_job(
+        self, command: str, *, sandboxed: bool, with_input: bool = False, description: str | None = None
+    ) -> Job:
+        """Start a command line in the background as one of the session's jobs, inside the sandbox if `sandboxed`;
+        the terminal the user watches it in joins the call's content. CallFailed if it cannot start."""
+        self.jobs.check_room()
+        sandbox = self._sandbox if sandboxed else None
+        handle = await self._bridge.start_command(command, cwd=self.cwd, sandbox=sandbox, with_input=with_input)
+        job = self.jobs.add(handle, command, description=description, sandboxed=sandboxed, owner=self._job_owner)
+        if job.terminal_id is not None:
+            await self.show(TerminalContent(terminal_id=job.terminal_id))
+        return job
 
     @property
     def walls(self) -> list[str]:

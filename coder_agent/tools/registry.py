@@ -23,6 +23,7 @@ from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
 from coder_agent.tools.glob import Glob
 from coder_agent.tools.grep import Grep
+from coder_agent.tools.jobs import JobInput, JobKill, JobList, JobOutput, JobWait
 from coder_agent.tools.mcp_tool import McpToolCall
 from coder_agent.tools.read_file import ReadFile
 from coder_agent.tools.run_command import RunCommand
@@ -42,6 +43,11 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     Glob(),
     Grep(),
     RunCommand(),
+    JobOutput(),
+    JobWait(),
+    JobInput(),
+    JobKill(),
+    JobList(),
     Fetch(),
     UpdatePlan(),
     AskUser(),
