@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from coder_agent.acp.presentation import permission_options
 from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError
-from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.permissions import Choice, chosen
 from coder_agent.process import owner_marked
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
@@ -127,7 +127,7 @@ class AcpClientBridge:
         text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
         await self.update(AgentMessageChunk(content=TextContent(text=text)), live_only=True)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         """Ask the user; the answer may take as long as the user needs (bounded at an hour). An option id the
         request did not offer is a rejection; an answer that is not a permission outcome fails the call."""
         wire = call.wire()
@@ -147,15 +147,15 @@ class AcpClientBridge:
             ) from None
         if outcome.outcome == "cancelled":
             return None
-        kind = chosen(choices, outcome.option_id)
-        if kind != outcome.option_id:
+        picked = chosen(choices, outcome.option_id)
+        if picked != outcome.option_id:
             log.warning(
                 "session %s: the editor answered a permission request with an option it was not offered (%r): "
                 "taken as a rejection",
                 self.session_id,
                 outcome.option_id,
             )
-        return kind
+        return picked
 
     # ---- questions ----------------------------------------------------------------------------
 

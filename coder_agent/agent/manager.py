@@ -156,6 +156,7 @@ class SessionManager:
         )
         session = Session(state, services)
         services.jobs.on_end = _job_ended(session)
+        services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
             if mcp_servers:

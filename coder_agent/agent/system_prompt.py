@@ -8,7 +8,8 @@ bytes and a provider's prompt cache can serve them. It is rebuilt only when the 
 
 In an autonomous mode (`permissions.AUTONOMOUS_MODES`) and in a run no one watches (`coder-agent run`), the prompt
 tells the model to keep going until the task is done and verified, without stopping to ask
-(`prompts/autonomous.md`); otherwise it works with the user, asking when it must.
+(`prompts/autonomous.md`); in plan mode, to explore read-only and propose a plan (`prompts/plan_mode.md`);
+otherwise it works with the user, asking when it must.
 
 What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode (and with
 it how to work), the skills, the background jobs that ended — reaches the model as a short user message
@@ -43,7 +44,7 @@ INTERACTIVE = (
 
 def facts(env: workspace.Environment, mode: str, autonomous: bool = False) -> dict[str, str]:
     """The facts of the environment that may change during a conversation, by the label the model reads."""
-    found = {DATE: env.date, MODE: mode_text(mode), WORKING: working_text(autonomous)}
+    found = {DATE: env.date, MODE: mode_text(mode), WORKING: working_text(autonomous, mode)}
     if env.git is not None:
         found[GIT_BRANCH] = env.git.branch
         found[GIT_STATUS] = env.git.status
@@ -63,8 +64,11 @@ def mode_text(mode: str) -> str:
     return f"{described.name} ({described.description})"
 
 
-def working_text(autonomous: bool) -> str:
-    """How the model is to work: on its own until the task is done (`prompts/autonomous.md`), or with the user."""
+def working_text(autonomous: bool, mode: str = "") -> str:
+    """How the model is to work: planning first (`prompts/plan_mode.md`), on its own until the task is done
+    (`prompts/autonomous.md`), or with the user."""
+    if mode == "plan":
+        return prompts.load("plan_mode.md")
     return prompts.load("autonomous.md") if autonomous else INTERACTIVE
 
 
@@ -150,6 +154,7 @@ def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
         mode=mode_text(mode),
         autonomous=on_its_own,
         autonomy=working_text(True),
+        planning=working_text(on_its_own, mode) if mode == "plan" else None,
         sandbox=walls,
     )
     ctx.conversation.fix_prompt(system, facts(env, mode, on_its_own))

@@ -12,7 +12,7 @@
 Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter before a command is checked.
 """
 
-from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, offer, restore_rules
+from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, kind_of, offer, restore_rules
 from coder_agent.permissions.modes import (
     AUTONOMOUS_MODES,
     DEFAULT_MODE,
@@ -56,6 +56,7 @@ __all__ = [
     "chosen",
     "is_autonomous",
     "is_mode",
+    "kind_of",
     "offer",
     "resolve",
     "resolve_target",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from coder_agent.errors import CallFailed
-from coder_agent.permissions import Choice, ChoiceKind
+from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -117,10 +117,10 @@ class ClientBridge(Protocol):
         (ACP's `subagents` capability); None when it does not."""
         ...
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
-        """Ask the user about a tool call; the kind of the choice picked among `choices` (an answer that names
-        none of them is `reject_once`: `permissions.chosen`), or None if the turn was cancelled. NoOneToAsk when
-        no one can answer."""
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        """Ask the user about a tool call; the id of the choice picked among `choices` (its kind unless it has an
+        id of its own; an answer that names none of them is `reject_once`: `permissions.chosen`), or None if the
+        turn was cancelled. NoOneToAsk when no one can answer."""
         ...
 
     async def ask(self, question: Question) -> Answer:

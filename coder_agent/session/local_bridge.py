@@ -22,7 +22,7 @@ import anyio
 
 from coder_agent import nofollow
 from coder_agent.atomic import write_atomic
-from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.permissions import Choice, chosen
 from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -45,13 +45,13 @@ WINDOW_MAX_BYTES = 4_000_000
 LINE_CHUNK = 65_536
 
 Sink = Callable[[SessionUpdate], Awaitable[None]]
-Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[ChoiceKind | None]]
+Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
 AskUser = Callable[[user_questions.Question], Awaitable[user_questions.Answer]]
 NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
 CHANGED = "{path} changed since it was checked (a symlink now leads elsewhere); nothing was done."
 
 
-async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
     return "reject_once"
 
 
@@ -83,7 +83,7 @@ class LocalBridge:
 
         await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         answer = await self.answer(call, choices)
         return None if answer is None else chosen(choices, answer)
 

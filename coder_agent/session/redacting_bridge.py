@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coder_agent import secrets
-from coder_agent.permissions import Choice, ChoiceKind
+from coder_agent.permissions import Choice
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.background import BackgroundCommand
@@ -50,7 +50,7 @@ class RedactingBridge:
         described = secrets.redact(description) if description is not None else None
         await self.inner.notice(severity, secrets.redact(title), described)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         shown = [dataclasses.replace(choice, label=secrets.redact(choice.label)) for choice in choices]
         return await self.inner.request_permission(secrets.redact_model(call), shown)
 

@@ -20,6 +20,7 @@ from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
+from coder_agent.session.turn_context import SwitchMode
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
@@ -58,6 +59,8 @@ class SessionServices:
     """What to close with the session (MCP servers)."""
     jobs: JobTable = field(init=False)
     """The session's background jobs (run in `tasks`)."""
+    switch_mode: SwitchMode | None = None
+    """Change the session's mode as `session/set_mode` does (telling the client, saving); the manager's."""
 
     def __post_init__(self) -> None:
         self.jobs = JobTable(self.tasks)

@@ -73,6 +73,7 @@ class Session:
             save_soon=self.save_soon,
             after_response=self.after_response,
             unattended=state.unattended,
+            switch_mode=services.switch_mode,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ turn). A child context (a sub-agent's) is the same shape with its own parts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.permissions import PermissionPolicy
+from coder_agent.permissions import ModeName, PermissionPolicy
 from coder_agent.session.conversation import Conversation, Spending
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.jobs import JobTable
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from coder_agent.sandbox.command import CommandSandbox
 
 Job = Callable[[], Coroutine[Any, Any, None]]
+SwitchMode = Callable[[ModeName], Awaitable[None]]
+"""Change the session's mode, telling the client and saving it (as `session/set_mode` does)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +63,8 @@ class TurnContext:
     """No one watches the run (`coder-agent run`): the model works on its own, as in an autonomous mode."""
     parent_id: str | None = None
     """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
+    switch_mode: SwitchMode | None = None
+    """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:

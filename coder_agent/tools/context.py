@@ -24,14 +24,14 @@ import anyio
 from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import CallFailed
-from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
+from coder_agent.permissions import Action, Choice, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
 from coder_agent.protocol.content import TerminalContent, ToolCallContent, ToolKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
-from coder_agent.session.bridge import CommandResult
+from coder_agent.session.bridge import CommandResult, NoOneToAsk
 from coder_agent.session.jobs import Job
 from coder_agent.session.local_bridge import LocalBridge
-from coder_agent.session.turn_context import TurnContext
+from coder_agent.session.turn_context import SwitchMode, TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
@@ -53,6 +53,12 @@ async def _never_outside(why: str) -> bool:
 
 AcceptsImages = Callable[[], Awaitable[bool | None]]
 """Whether the turn's model takes images: True, False, or None when that is not known."""
+Choose = Callable[[list[ToolCallContent], list[Choice]], Awaitable[str]]
+"""Ask the user to pick one of some choices about the call, showing some content; the id picked."""
+
+
+async def _no_one_chooses(content: list[ToolCallContent], choices: list[Choice]) -> str:
+    raise NoOneToAsk
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ class ToolContext:
         call_id: str | None = None,
         ask_outside: AskOutside = _never_outside,
         accepts_images: AcceptsImages | None = None,
+        choose: Choose = _no_one_chooses,
     ) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
@@ -97,12 +104,14 @@ class ToolContext:
         self._bridge = turn.bridge
         self._sandbox = turn.sandbox
         self.jobs = turn.jobs
+        self._switch_mode = turn.switch_mode
         """The session's background jobs."""
         self._job_owner = turn.session_id if turn.parent_id is not None else None
         self._ask_outside = ask_outside
         self._progress = progress
         self._shown: list[ToolCallContent] = []
         self._accepts_images = accepts_images
+        self._choose = choose
 
     # ---- paths --------------------------------------------------------------------------------
 
@@ -330,6 +339,16 @@ class ToolContext:
     async def ask(self, question: Question) -> Answer:
         """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""
         return await self._bridge.ask(question)
+
+    async def choose(self, content: list[ToolCallContent], choices: list[Choice]) -> str:
+        """Ask the user to pick one of `choices` about this call (a permission request showing `content`); the id
+        picked. TurnCancelled on a cancel, NoOneToAsk when no one can answer, BridgeError if the client failed."""
+        return await self._choose(content, choices)
+
+    @property
+    def switch_mode(self) -> SwitchMode | None:
+        """Change the session's mode (telling the client), where this call's session may (not a sub-agent's)."""
+        return self._switch_mode
 
 
 def _swapped(path: Path) -> ToolError:

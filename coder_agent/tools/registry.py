@@ -25,6 +25,7 @@ from coder_agent.tools.glob import Glob
 from coder_agent.tools.grep import Grep
 from coder_agent.tools.jobs import JobInput, JobKill, JobList, JobOutput, JobWait
 from coder_agent.tools.mcp_tool import McpToolCall
+from coder_agent.tools.propose_plan import ProposePlan
 from coder_agent.tools.read_file import ReadFile
 from coder_agent.tools.run_command import RunCommand
 from coder_agent.tools.tool import BuiltinTool, Tool
@@ -50,6 +51,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     JobList(),
     Fetch(),
     UpdatePlan(),
+    ProposePlan(),
     AskUser(),
     UseSkill(),
 )
