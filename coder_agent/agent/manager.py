@@ -240,11 +240,12 @@ class SessionManager:
         await bridge.update(ConfigOptionUpdate(config_options=config_options(session.state)))
 
     def cancel(self, session_id: str) -> None:
+        """Cancel a session's running turn, or one sub-agent of a running turn by its own session id."""
         session = self.sessions.get(session_id)
-        if session is None:
-            log.warning("session/cancel for unknown session %s", session_id)
-        else:
+        if session is not None:
             session.cancel()
+        elif not any(open_session.cancel_child(session_id) for open_session in self.sessions.values()):
+            log.warning("session/cancel for unknown session %s", session_id)
 
     # ---- closing and the store ----------------------------------------------------------------
 

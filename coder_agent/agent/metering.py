@@ -19,6 +19,7 @@ from typing import Any
 
 from coder_agent.model.base import Message, Model, ModelTurn, Spend, StreamSink
 from coder_agent.protocol.schema import Cost, UsageUpdate
+from coder_agent.session.conversation import Spending
 from coder_agent.session.turn_context import TurnContext
 
 log = logging.getLogger(__name__)
@@ -29,17 +30,19 @@ USAGE_META = "coder-agent"
 
 class MeteredModel:
     """A `Model` whose calls are billed to a turn context's session; `measures` says whether its calls are the
-    conversation's own (their usage is the context's size)."""
+    conversation's own (their usage is the context's size); `tally`, when given, counts them apart as well (a
+    sub-agent's own bill, shown with its work)."""
 
-    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True) -> None:
+    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True, tally: Spending | None = None) -> None:
         self.model = model
         self.ctx = ctx
         self.measures = measures
+        self.tally = tally
         self.name = model.name
 
     def side_calls(self) -> MeteredModel:
         """The same model and bill for calls that are not the conversation's (a compaction's summary)."""
-        return MeteredModel(self.model, self.ctx, measures=False)
+        return MeteredModel(self.model, self.ctx, measures=False, tally=self.tally)
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
         """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
@@ -67,23 +70,31 @@ class MeteredModel:
         return await self.model.accepts_images()
 
     async def _count(self, spend: Spend, number: int | None) -> None:
-        """Add a call's spend to the session and tell the client."""
+        """Add a call's spend to the session (and the tally) and tell the client."""
         usage, ctx = spend.usage, self.ctx
-        ctx.spending.add(spend.cost, usage.prompt_tokens, usage.cached_tokens)
+        ctx.spending.add(spend.cost, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens)
+        if self.tally is not None:
+            self.tally.add(spend.cost, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens)
         if number is not None and not ctx.conversation.measure(number, usage.total_tokens):
             return  # a later call, a compaction or a /clear came first: this size is out of date
-        spending = ctx.spending
-        update = UsageUpdate(
-            used=ctx.conversation.context_tokens,
-            size=await self.model.context_window(),
-            cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
-        )
-        update.meta = {
-            USAGE_META: {
+        await self.report(
+            {
                 "inputTokens": usage.prompt_tokens,
                 "cachedInputTokens": usage.cached_tokens,
                 "cacheWriteTokens": usage.cache_write_tokens,
                 "outputTokens": usage.completion_tokens,
             }
-        }
+        )
+
+    async def report(self, last_call: dict[str, int] | None = None) -> None:
+        """Tell the client the context's size and the session's cost (a `usage_update`), with the last call's tokens
+        when there is one (after a sub-agent's calls, the parent's context with the session's new cost)."""
+        ctx, spending = self.ctx, self.ctx.spending
+        update = UsageUpdate(
+            used=ctx.conversation.context_tokens,
+            size=await self.model.context_window(),
+            cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
+        )
+        if last_call is not None:
+            update.meta = {USAGE_META: last_call}
         await ctx.bridge.update(update)

@@ -104,9 +104,14 @@ class Spending:
     input_tokens: int = 0
     """Input tokens of the calls since the session opened (not stored), and those read from the prompt cache."""
     cached_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    """Model calls counted."""
 
-    def add(self, cost: float | None, input_tokens: int, cached_tokens: int) -> None:
+    def add(self, cost: float | None, input_tokens: int, cached_tokens: int, output_tokens: int = 0) -> None:
         if cost:
             self.cost += cost
         self.input_tokens += input_tokens
         self.cached_tokens += cached_tokens
+        self.output_tokens += output_tokens
+        self.calls += 1

@@ -20,14 +20,14 @@ from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallU
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
-from coder_agent.session.replay import ReplayLog
+from coder_agent.session.replay import ChildLog, ReplayLog
 from coder_agent.session.user_questions import Answer, Question
 
 
 class RedactingBridge:
     """A session's `ClientBridge`, redacted, with its replay log."""
 
-    def __init__(self, inner: ClientBridge, replay: ReplayLog) -> None:
+    def __init__(self, inner: ClientBridge, replay: ReplayLog | ChildLog) -> None:
         self.inner = inner
         self.replay = replay
 

@@ -20,6 +20,7 @@ from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
 from coder_agent.permissions import ModeName, PermissionPolicy
 from coder_agent.session.conversation import Conversation, Spending
+from coder_agent.session.delegation import Delegate
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
@@ -65,6 +66,9 @@ class TurnContext:
     """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
+    delegate: Delegate | None = None
+    """Runs `task` calls as sub-agents (set by the runner for a model turn); None where there are none to run (a
+    sub-agent's own turn: sub-agents cannot start sub-agents)."""
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:

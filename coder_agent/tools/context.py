@@ -105,6 +105,8 @@ class ToolContext:
         self._sandbox = turn.sandbox
         self.jobs = turn.jobs
         self._switch_mode = turn.switch_mode
+        self.delegate = turn.delegate
+        """Runs `task` calls as sub-agents (None in a sub-agent's own calls)."""
         """The session's background jobs."""
         self._job_owner = turn.session_id if turn.parent_id is not None else None
         self._ask_outside = ask_outside
@@ -322,6 +324,11 @@ class ToolContext:
     async def show(self, content: ToolCallContent) -> None:
         """Add to what the call shows while it runs (a terminal, progress)."""
         self._shown.append(content)
+        await self._progress(list(self._shown))
+
+    async def show_all(self, content: list[ToolCallContent]) -> None:
+        """Replace what the call shows while it runs (a sub-agent's progress)."""
+        self._shown = list(content)
         await self._progress(list(self._shown))
 
     @property

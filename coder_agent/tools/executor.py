@@ -33,7 +33,7 @@ from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import AcceptsImages, ToolContext
-from coder_agent.tools.registry import edit_tool_for, session_specs, session_tools
+from coder_agent.tools.registry import BUILTIN_NAMES, edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
@@ -46,17 +46,29 @@ REJECTED_FOR_MODEL = (
 class ToolExecutor:
     """The `ToolSet` of a session's turns: its tools, shown and permitted through the session's bridge."""
 
-    def __init__(self, ctx: TurnContext, accepts_images: AcceptsImages | None = None) -> None:
+    def __init__(
+        self, ctx: TurnContext, accepts_images: AcceptsImages | None = None, only: frozenset[str] | None = None
+    ) -> None:
         self.ctx = ctx
         self.accepts_images = accepts_images
         """Whether the turn's model takes images (a read_file of an image sends it only then)."""
+        self.only = only
+        """The built-in tools offered, when not all of them (a sub-agent's); MCP tools come with the context's hub."""
 
     def specs(self) -> list[dict[str, Any]]:
         skills = SKILLS_FACT in self.ctx.conversation.environment
-        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
+        specs = session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
+        return [spec for spec in specs if self._offers(spec["function"]["name"])]
+
+    def parallel(self, name: str) -> bool:
+        tool = session_tools(self.ctx.mcp).get(name)
+        return tool is not None and tool.runs_in_parallel and self._offers(name)
+
+    def _offers(self, name: str) -> bool:
+        return self.only is None or name in self.only or name not in BUILTIN_NAMES
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
-        tools = session_tools(self.ctx.mcp)
+        tools = {name: tool for name, tool in session_tools(self.ctx.mcp).items() if self._offers(name)}
         tool = tools.get(call.name)
         if tool is not None and not tool.announced:
             return await self._run_quietly(tool, call)

@@ -28,6 +28,7 @@ from coder_agent.tools.mcp_tool import McpToolCall
 from coder_agent.tools.propose_plan import ProposePlan
 from coder_agent.tools.read_file import ReadFile
 from coder_agent.tools.run_command import RunCommand
+from coder_agent.tools.task import Task
 from coder_agent.tools.tool import BuiltinTool, Tool
 from coder_agent.tools.update_plan import UpdatePlan
 from coder_agent.tools.use_skill import UseSkill
@@ -51,6 +52,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     JobList(),
     Fetch(),
     UpdatePlan(),
+    Task(),
     ProposePlan(),
     AskUser(),
     UseSkill(),
