@@ -125,6 +125,7 @@ class Subagents:
                 capabilities=SubagentCapabilities(cancel=True),
             )
         )
+        parent.save_soon()  # a session saved from now on shows the child (ended as disconnected, if it comes to that)
         try:
             return await self._work(child_id, name, task, model, config, child_bridge, view)
         except Exception as exc:  # our own bug: the parent's turn goes on

@@ -51,6 +51,8 @@ class TerminalPermissions:
     async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         allow_rules = next((c.rules for c in choices if c.kind == "allow_always"), ())
         title, kind = call.title or "A tool call", call.kind or "other"
+        if self.console is None and any(choice.id for choice in choices):
+            raise NoOneToAsk  # a question with options of its own (a plan to approve), not a permission: not refused
         if self.console is None:
             event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
             self.refused.append(event)

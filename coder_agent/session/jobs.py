@@ -61,6 +61,8 @@ class Job:
     """It was ended by a kill of ours (the model's, a sub-agent's end, the session's)."""
     read_to: int = 0
     """The offset of its output the model has read up to."""
+    last_read: int = 0
+    """Where the stretch of output the model read last began (a wait `until` some text looks from there)."""
     seen_end: bool = False
     """The model has been told it ended (by a tool's answer or a note)."""
     ended: anyio.Event = field(default_factory=anyio.Event)
@@ -179,8 +181,9 @@ class JobTable:
         return list(self._jobs.values())
 
     async def wait(self, job: Job, timeout: float, until: str | None = None) -> str:
-        """Wait until the job ends, `until` appears in its output after what the model read, or `timeout` passes:
-        "ended", "matched" or "timeout"."""
+        """Wait until the job ends, `until` appears in its output since the model last read it (what it read last
+        included: a server that said it is ready as it started), or `timeout` passes: "ended", "matched" or
+        "timeout"."""
         outcome = "timeout"
         with anyio.move_on_after(timeout):
             async with anyio.create_task_group() as race:
@@ -194,8 +197,8 @@ class JobTable:
                 async def matched() -> None:
                     nonlocal outcome
                     assert until is not None
-                    output, scanned = job.handle.output, job.read_to
-                    while until not in (seen := output.read(max(scanned - len(until) + 1, job.read_to))).text:
+                    output, scanned = job.handle.output, job.last_read
+                    while until not in (seen := output.read(max(scanned - len(until) + 1, job.last_read))).text:
                         scanned = seen.end
                         await _more_output(job)
                     outcome = "matched"

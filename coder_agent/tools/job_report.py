@@ -38,6 +38,8 @@ async def job_report(
         with contextlib.suppress(ClientError, CallFailed):  # the editor's terminal failed: report what was read
             await job.handle.refresh()
     output = job.handle.output.read(job.read_to if since is None else since, max_chars)
+    if output.text:
+        job.last_read = output.start
     job.read_to = max(job.read_to, output.end)
     if not job.running:
         job.seen_end = True

@@ -56,8 +56,8 @@ class WaitParams(JobId):
     until: str | None = Field(
         default=None,
         min_length=1,
-        description="Stop waiting as soon as this text appears in the job's new output (a server's 'Listening "
-        "on', a test runner's summary).",
+        description="Stop waiting as soon as this text is in the job's output since your last read of it (that "
+        "read included): a server's 'Listening on', a test runner's summary.",
     )
 
 
