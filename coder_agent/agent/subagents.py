@@ -117,17 +117,21 @@ class Subagents:
         child_bridge = RedactingBridge(
             ChildBridge(bridge.inner, bridge.subagent_bridge(child_id), view, name), log_of_parent.for_child(child_id)
         )
-        await bridge.update(
-            SubagentUpdate(
-                subagent_session_id=child_id,
-                name=name,
-                task=task.description,
-                capabilities=SubagentCapabilities(cancel=True),
-            )
+        announce = SubagentUpdate(
+            subagent_session_id=child_id,
+            name=name,
+            task=task.description,
+            capabilities=SubagentCapabilities(cancel=True),
         )
-        parent.save_soon()  # a session saved from now on shows the child (ended as disconnected, if it comes to that)
         try:
-            return await self._work(child_id, name, task, model, config, child_bridge, view)
+            with self.session.child(child_id) as own:  # cancellable alone from the moment the client hears of it
+                with anyio.CancelScope(shield=True):
+                    await bridge.update(announce)
+                parent.save_soon()  # a session saved from now on shows the child (disconnected, if it comes to that)
+                result = await self._work(child_id, name, task, model, config, child_bridge, view)
+            if own.cancelled_caught:
+                return view.ended("cancelled", "The user stopped this sub-agent before it finished.", view.last_words)
+            return result
         except Exception as exc:  # our own bug: the parent's turn goes on
             log.exception("sub-agent %s failed", name)
             return view.ended("failed", f"The sub-agent failed unexpectedly: {exc}", view.last_words)
@@ -179,15 +183,13 @@ class Subagents:
             view.turn = turn
             stop: StopReason | None = None
             failure = ""
-            with self.session.child(child_id) as own, anyio.move_on_after(self.settings.timeout) as deadline:
+            with anyio.move_on_after(self.settings.timeout) as deadline:
                 try:
                     stop = await turn.run_task(task.prompt)
                 except RpcError as exc:  # its model failed for good (or its credentials are missing)
                     failure = exc.message
             for job in after:
                 await job()
-        if own.cancelled_caught:
-            return view.ended("cancelled", "The user stopped this sub-agent before it finished.", view.last_words)
         if deadline.cancelled_caught:
             why = (
                 f"The sub-agent did not finish within its time limit ({self.settings.timeout:g} s, subagents.timeout)."

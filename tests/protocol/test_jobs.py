@@ -269,3 +269,27 @@ async def test_a_job_started_in_a_turn_that_is_cancelled_keeps_running(tmp_path:
         pid = pid_in(model.requests[1].messages[-1]["content"])
         assert alive(pid), "a job outlives the turn that started it"
     await wait_gone(pid)
+
+
+async def test_a_wait_that_times_out_input_that_closes_and_a_job_that_ended(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            Reply(calls=[Call("job_list", {})]),
+            Reply(calls=[background('read line; echo "got $line"; exec sleep 60', stdin=True)]),
+            Reply(calls=[Call("job_wait", {"job_id": 1, "timeout_ms": 200, "until": "never printed"})]),
+            Reply(calls=[Call("job_input", {"job_id": 1, "text": "bye", "close": True, "wait_ms": 5000})]),
+            Reply(calls=[Call("job_input", {"job_id": 1, "text": "again"})]),
+            Reply(calls=[Call("job_kill", {"job_id": 1}), Call("job_kill", {"job_id": 1})]),
+            Reply(calls=[Call("job_input", {"job_id": 1, "text": "late"})]),
+            Reply("ok"),
+        ]
+    )
+    async with tool_agent(tmp_path, model, terminal=False, mode="full-auto") as (client, _, session, _):
+        assert await client.prompt(session, "go") == "end_turn"
+    none, _, timed_out, answered, closed, killed, killed_again, ended = results(model)
+    assert none == "This session has no background jobs."
+    assert "Still running after waiting 0.2 s. 'never printed' has not appeared yet." in timed_out
+    assert "got bye" in answered and "closed its input" in answered
+    assert "The input of job 1" in closed and "is closed" in closed
+    assert "killed" in killed and "It had ended already." in killed_again
+    assert "has ended" in ended and "takes no more input" in ended

@@ -5,6 +5,7 @@ conformance checker: announced first, a terminal state after their last update a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from coder_agent.model.base import ModelError, Usage
 from coder_agent.model.scripted import Call, Reply, Request, ScriptedModel
 from tests.support.acp_client import FakeClient
+from tests.support.processes import wait_gone
 from tests.support.scripted_agent import scripted_agent
 
 pytestmark = pytest.mark.anyio
@@ -147,12 +149,10 @@ async def test_one_child_is_cancelled_alone_and_the_others_finish(tmp_path: Path
 
         group.start_soon(prompt)
         await client.wait_for(lambda: len(states(client, session)) == 2)
-        stuck = announced(client, session)[0]["subagentSessionId"]
+        stuck = next(c["subagentSessionId"] for c in announced(client, session) if c["task"] == "Stuck")
         await client.notify("session/cancel", {"sessionId": stuck})
-    assert states(client, session) == {
-        stuck: "cancelled",
-        **{c["subagentSessionId"]: "completed" for c in announced(client, session)[1:]},
-    }
+    others = [c["subagentSessionId"] for c in announced(client, session) if c["subagentSessionId"] != stuck]
+    assert states(client, session) == {stuck: "cancelled", **{other: "completed" for other in others}}
     first, one, two = results(script.requests[-1])
     assert first == "The user stopped this sub-agent before it finished."
     assert (one, two) == ("one", "two")
@@ -259,3 +259,62 @@ async def test_a_reloaded_session_replays_its_children_to_clients_that_show_them
                 assert states(again, session) == {child: "completed"}
             else:
                 assert again.session_updates(child) == [] and again.session_updates(session, "subagent_update") == []
+
+
+async def test_one_at_a_time_and_a_model_without_credentials(tmp_path: Path) -> None:
+    children = {"first": [Reply("one")], "second": [Reply("two")]}
+    parent = [Reply(calls=[task("First", "first"), task("Second", "second")]), Reply("ok")]
+    script = Script(parent, children)
+    async with scripted_agent(tmp_path, script.model, capabilities=NO_FS, subagents={"parallel": 1}) as (
+        client,
+        session,
+        _,
+    ):
+        assert await client.prompt(session, "go") == "end_turn"
+        shown = json.dumps(client.session_updates(session, "tool_call_update"))
+        assert "waiting: 1 sub-agents run at once" in shown
+    assert results(script.requests[-1]) == ["one", "two"]
+    script = Script([Reply(calls=[task("Cheap", "cheap")]), Reply("ok")], {})
+    cheap = {"explore_model": "openai/gpt-4o-mini"}
+    async with scripted_agent(tmp_path, script.model, capabilities=SHOWN, subagents=cheap) as (client, session, _):
+        assert await client.prompt(session, "go") == "end_turn"
+        assert client.session_updates(session, "subagent_update") == [], "a child that cannot start is not announced"
+    assert results(script.requests[-1])[0].startswith(
+        "The sub-agent could not start: No API key for openai/gpt-4o-mini"
+    )
+
+
+async def test_a_general_child_works_through_the_parents_editor_and_its_jobs_end_with_it(tmp_path: Path) -> None:
+    children = {
+        "change": [
+            Reply(calls=[Call("read_file", {"path": "notes.txt"})]),
+            Reply(calls=[Call("write_file", {"path": "notes.txt", "content": "changed\n"})]),
+            Reply(calls=[Call("run_command", {"command": "cat notes.txt"})]),
+            Reply(calls=[Call("run_command", {"command": 'echo "pid=$$"; exec sleep 60', "background": True})]),
+            Reply("Changed notes.txt; cat shows it."),
+        ]
+    }
+    script = Script([Reply(calls=[task("Change notes", "change", "general")]), Reply("ok")], children)
+    capabilities = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False}
+    async with scripted_agent(
+        tmp_path, script.model, capabilities=capabilities, editor=True, default_mode="full-auto"
+    ) as (client, session, editor):
+        assert editor is not None
+        (tmp_path / "work" / "notes.txt").write_text("original\n")
+        assert await client.prompt(session, "go") == "end_turn"
+    assert editor.writes == [(str(tmp_path / "work" / "notes.txt"), "changed\n")]
+    assert results(script.requests[-1]) == ["Changed notes.txt; cat shows it."]
+    child_results = results(script.of("change")[-1])
+    assert "changed" in child_results[2]
+    pid = int(re.findall(r"pid=(\d+)", child_results[3])[0])
+    await wait_gone(pid)  # the child's job ended when the child did
+
+
+async def test_a_childs_question_cancelled_by_the_client_ends_it_as_cancelled(tmp_path: Path) -> None:
+    children = {"ask": [Reply(calls=[Call("run_command", {"command": "echo hi"})]), Reply("never")]}
+    script = Script([Reply(calls=[task("Ask", "ask", "general")]), Reply("ok")], children)
+    async with scripted_agent(tmp_path, script.model, capabilities=NO_FS, editor=True) as (client, session, editor):
+        assert editor is not None
+        editor.permission_answers = ["cancelled"]
+        assert await client.prompt(session, "go") == "end_turn"
+    assert results(script.requests[-1]) == ["The sub-agent stopped: a question it asked was cancelled."]
