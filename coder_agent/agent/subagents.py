@@ -153,8 +153,9 @@ class Subagents:
         after: list[Job] = []
         tally = Spending()
         view.tally = tally
+        explore = task.kind == "explore"
+        instructions = await _system_prompt(parent, name, explore)
         async with anyio.create_task_group() as child_tasks:  # its usage reports: all in before it ends
-            explore = task.kind == "explore"
             ctx = TurnContext(
                 session_id=child_id,
                 cwd=parent.cwd,
@@ -174,12 +175,12 @@ class Subagents:
                 after_response=after.append,
                 unattended=parent.unattended,
                 parent_id=parent.session_id,
+                instructions=instructions,
             )
             metered = MeteredModel(model, ctx, tally=tally)
             turn = Turn(
                 ctx, metered, ToolExecutor(ctx, metered.accepts_images, EXPLORE_TOOLS if explore else GENERAL_TOOLS)
             )
-            ctx.conversation.fix_prompt(await _system_prompt(ctx, name, explore), {})
             view.turn = turn
             stop: StopReason | None = None
             failure = ""

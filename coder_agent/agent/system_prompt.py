@@ -89,8 +89,12 @@ def system_message(conversation: Conversation) -> Message:
 
 
 async def prepare(ctx: TurnContext) -> None:
-    """Build the conversation's system prompt if it has none yet (in the background, once a session opens)."""
+    """Build the conversation's system prompt if it has none yet (in the background, once a session opens); a
+    sub-agent's is its own instructions."""
     if ctx.conversation.system is not None:
+        return
+    if ctx.instructions is not None:
+        ctx.conversation.fix_prompt(ctx.instructions, {})
         return
     env = await _describe(ctx)
     if ctx.conversation.system is None:

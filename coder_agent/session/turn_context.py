@@ -66,6 +66,8 @@ class TurnContext:
     """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
+    instructions: str | None = None
+    """A sub-agent's own system prompt, used instead of the session's (also after a compaction restarts it)."""
     delegate: Delegate | None = None
     """Runs `task` calls as sub-agents (set by the runner for a model turn); None where there are none to run (a
     sub-agent's own turn: sub-agents cannot start sub-agents)."""
