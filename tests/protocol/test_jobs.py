@@ -182,14 +182,17 @@ async def test_bad_job_ids_and_input_without_stdin_are_clear_failures(tmp_path: 
     assert "stdin applies to background jobs only" in stdin_alone
 
 
-async def test_closing_the_session_ends_its_jobs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", ["session/close", "session/delete", "agent exit"])
+async def test_jobs_end_with_their_session(tmp_path: Path, end: str) -> None:
     model = ScriptedModel([Reply(calls=[background('echo "pid=$$"; exec sleep 60')]), Reply("started")])
     async with tool_agent(tmp_path, model, terminal=False, mode="full-auto") as (client, _, session, _):
         assert await client.prompt(session, "go") == "end_turn"
         pid = pid_in(results(model)[0])
         assert alive(pid)
-        await client.request("session/close", {"sessionId": session})
-        await wait_gone(pid)
+        if end != "agent exit":
+            await client.request(end, {"sessionId": session})
+            await wait_gone(pid)
+    await wait_gone(pid)
 
 
 async def test_a_background_command_asks_and_is_denied_like_any_command(tmp_path: Path) -> None:
