@@ -28,7 +28,8 @@ from coder_agent.secrets import RedactingFilter, hide_environment
 log = logging.getLogger("coder_agent")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-MODES = ("read-only", "default", "accept-edits", "auto", "full-auto")  # permissions.modes.ModeName (a test holds it)
+# permissions.modes.ModeName (a test holds it)
+MODES = ("read-only", "plan", "default", "accept-edits", "auto", "full-auto")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 EXPORT_FORMATS = ("markdown", "atif", "json")  # headless.export.FORMATS (a test holds it)
 COMMANDS = ("run", "doctor", "sessions", "export", "serve")

@@ -46,6 +46,7 @@ __all__ = [
     "PermissionsConfig",
     "ReasoningEffort",
     "SandboxConfig",
+    "SubagentsConfig",
     "api_key_env_names",
     "load_config",
     "project_config_file",
@@ -117,6 +118,27 @@ class PermissionsConfig(BaseModel):
 
     deny: list[str] = Field(default_factory=list)
     """Rules for tool calls that are always refused, in the same format as `allow`."""
+
+
+class SubagentsConfig(BaseModel):
+    """Sub-agents: the `task` tool's children, each with its own context."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    parallel: int = Field(default=4, ge=1, le=16)
+    """How many sub-agents run at once (the `task` calls of one reply run side by side, this many at a time)."""
+
+    max_steps: int = Field(default=40, ge=1)
+    """The most model requests one sub-agent may make."""
+
+    timeout: float = Field(default=600.0, gt=0)
+    """The most seconds one sub-agent may run; it is stopped after that, and its parent told what it had."""
+
+    explore_model: str | None = Field(default=None, min_length=1)
+    """The model of `explore` sub-agents (read-only searches: a cheaper, faster one does); None: the session's."""
+
+    general_model: str | None = Field(default=None, min_length=1)
+    """The model of `general` sub-agents; None: the session's."""
 
 
 class Config(BaseModel):
@@ -195,6 +217,9 @@ class Config(BaseModel):
 
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """How commands are contained: the walls around them, their network, their limits."""
+
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    """Sub-agents (`task`): how many at once, their step and time limits, their models."""
 
     extra_params: dict[str, Any] = Field(default_factory=dict)
     """Advanced: extra keyword arguments passed through to the model call (e.g. provider-specific options).

@@ -2,8 +2,10 @@
 
 Updates are `session/update` notifications; files go through `fs/read_text_file` and `fs/write_text_file` (so
 unsaved buffers count and the editor sees every write); commands run in the editor's terminal (`terminal/*`),
-where the user watches them, always released after; permission questions are `session/request_permission`;
-questions for the user are `elicitation/create` (a form, or a web page to open, then `elicitation/complete`).
+where the user watches them, always released after (background jobs too: `acp.terminal_job`); permission questions
+are `session/request_permission`; questions for the user are `elicitation/create` (a form, or a web page to open,
+then `elicitation/complete`). A sub-agent's updates and questions carry its own session id where the client shows
+sub-agent sessions (`subagent_bridge`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
 opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead, and a question
 of a kind the client cannot show comes back declined, saying why. It says so once: in a notice when the local
@@ -24,8 +26,10 @@ import anyio
 from pydantic import ValidationError
 
 from coder_agent.acp.presentation import permission_options
+from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError, field_problems
-from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.permissions import Choice, chosen
+from coder_agent.process import owner_marked
 from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
@@ -37,9 +41,11 @@ from coder_agent.protocol.schema import (
     FormElicitation,
     NoticeSeverity,
     NoticeUpdate,
+    PlanDocumentUpdate,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionUpdate,
+    SubagentUpdate,
     TerminalExitStatus,
     TerminalOutputResponse,
     ToolCallUpdate,
@@ -48,6 +54,7 @@ from coder_agent.protocol.schema import (
 )
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.secrets import editor_terminal_env
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import (
     COMMAND_ENV,
     OUTPUT_BYTE_LIMIT,
@@ -113,7 +120,12 @@ class AcpClientBridge:
     # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        """Send one `session/update` notification."""
+        """Send one `session/update` notification (a Markdown plan or a sub-agent's session only to a client that
+        shows them)."""
+        if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
+            return
+        if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
+            return
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
@@ -144,7 +156,7 @@ class AcpClientBridge:
         fs = self.capabilities.fs
         return fs.read_text_file and fs.write_text_file if what == "files" else self.capabilities.terminal
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         """Ask the user; the answer may take as long as the user needs (bounded at an hour). An option id the
         request did not offer is a rejection; an answer that is not a permission outcome fails the call."""
         wire = call.wire()
@@ -164,15 +176,15 @@ class AcpClientBridge:
             ) from None
         if outcome.outcome == "cancelled":
             return None
-        kind = chosen(choices, outcome.option_id)
-        if kind != outcome.option_id:
+        picked = chosen(choices, outcome.option_id)
+        if picked != outcome.option_id:
             log.warning(
                 "session %s: the editor answered a permission request with an option it was not offered (%r): "
                 "taken as a rejection",
                 self.session_id,
                 outcome.option_id,
             )
-        return kind
+        return picked
 
     # ---- questions ----------------------------------------------------------------------------
 
@@ -269,21 +281,9 @@ class AcpClientBridge:
         if not self.capabilities.terminal:
             await self._fallback("commands")
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
-        (program, *args), extra_env = command_line(command, sandbox)
+        argv, extra_env = command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env, **(guard.env if guard is not None else {})}
-        params: dict[str, Any] = {
-            "command": program,
-            "args": args,
-            "cwd": str(cwd),
-            "env": [{"name": k, "value": v} for k, v in env.items()],
-            "outputByteLimit": OUTPUT_BYTE_LIMIT,
-        }
-        try:
-            created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
-        except ClientError as exc:
-            raise BridgeError(f"The editor could not start the command: {exc.message}") from None
-        terminal_id = _answer(CreateTerminalResponse, created, "terminal/create").terminal_id
+        terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **(guard.env if guard is not None else {})})
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -317,6 +317,53 @@ class AcpClientBridge:
                 await _quietly(self._terminal("terminal/release", terminal_id))
             after = await guard.finish() if guard is not None else ""
         return dataclasses.replace(result, output=result.output + after) if after else result
+
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        """A job in the editor's terminal (see `acp.terminal_job`): its processes carry the agent's mark, so the reaper
+        ends them too if the agent is killed; its input, when asked for, comes through a FIFO."""
+        if not self.capabilities.terminal:
+            await self._fallback("commands")
+            return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+        argv, extra_env = command_line(command, sandbox)
+        folder = stdin = None
+        if with_input:
+            try:
+                folder, fifo, stdin = open_input_fifo()
+            except OSError as exc:
+                raise BridgeError(f"The job's input could not be made: {exc.strerror or exc}.") from None
+            argv = [*READ_FROM_FIFO, str(fifo), *argv]
+        try:
+            terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **owner_marked({})})
+        except BaseException:
+            await TerminalJob(self._terminal, "", stdin, folder).release()
+            raise
+        return TerminalJob(self._terminal, terminal_id, stdin, folder)
+
+    async def _create_terminal(self, argv: list[str], cwd: Path, extra_env: dict[str, str]) -> str:
+        """`terminal/create` for a command line (keys blanked out of its environment); its id. BridgeError."""
+        program, *args = argv
+        env = {**editor_terminal_env(), **COMMAND_ENV, **extra_env}
+        params: dict[str, Any] = {
+            "command": program,
+            "args": args,
+            "cwd": str(cwd),
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            "outputByteLimit": OUTPUT_BYTE_LIMIT,
+        }
+        try:
+            created = await self._call("terminal/create", params, TERMINAL_TIMEOUT)
+        except ClientError as exc:
+            raise BridgeError(f"The editor could not start the command: {exc.message}") from None
+        return _answer(CreateTerminalResponse, created, "terminal/create").terminal_id
+
+    def subagent_bridge(self, child_id: str) -> AcpClientBridge | None:
+        """The editor as a sub-agent's own session sees it (updates and questions with the child's session id),
+        when it advertised `subagents`."""
+        if self.capabilities.subagents is None:
+            return None
+        return AcpClientBridge(self._peer, self.capabilities, child_id)
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""

@@ -29,7 +29,7 @@ def mode_state(current: str, sandboxed: bool) -> SessionModeState:
 
 
 def permission_options(choices: list[Choice]) -> list[PermissionOption]:
-    return [PermissionOption(option_id=c.kind, name=c.label, kind=c.kind) for c in choices]
+    return [PermissionOption(option_id=c.option_id, name=c.label, kind=c.kind) for c in choices]
 
 
 def turn_usage(spent: Spending) -> TurnUsage | None:

@@ -133,8 +133,9 @@ class AcpServer:
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
-        for event in session.state.replay.replayed(compaction=compaction):
-            await self.peer.notify("session/update", {"sessionId": session.id, "update": event})
+        subagents = self.client_capabilities.subagents is not None
+        for child, event in session.state.replay.replayed(compaction=compaction, subagents=subagents):
+            await self.peer.notify("session/update", {"sessionId": child or session.id, "update": event})
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
     async def resume_session(self, params: Any) -> FollowedBy:

@@ -41,6 +41,7 @@ from coder_agent.protocol.schema import (
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.fork import ForkPointUnknown, fork_record
+from coder_agent.session.jobs import Job
 from coder_agent.session.options import apply_option, session_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -60,6 +61,8 @@ from coder_agent.store import (
 log = logging.getLogger(__name__)
 
 MCP_CONNECT_TIMEOUT = 20.0
+LAST_OUTPUT_CHARS = 400
+"""The end of a job's output shown in the notice of its end."""
 
 ClientFactory = Callable[[str], ClientBridge]
 
@@ -217,6 +220,8 @@ class SessionManager:
             notices=[("The project config was left out", problem) for problem in problems],
         )
         session = Session(state, services)
+        services.jobs.on_end = _job_ended(session)
+        services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
             if mcp_servers:
@@ -340,11 +345,12 @@ class SessionManager:
         await bridge.update(ConfigOptionUpdate(config_options=session_options(session)))
 
     def cancel(self, session_id: str) -> None:
+        """Cancel a session's running turn, or one sub-agent of a running turn by its own session id."""
         session = self.sessions.get(session_id)
-        if session is None:
-            log.warning("session/cancel for unknown session %s", session_id)
-        else:
+        if session is not None:
             session.cancel()
+        elif not any(open_session.cancel_child(session_id) for open_session in self.sessions.values()):
+            log.warning("session/cancel for unknown session %s", session_id)
 
     # ---- closing and the store ----------------------------------------------------------------
 
@@ -416,6 +422,21 @@ async def _prepare(session: Session) -> None:
         await system_prompt.prepare(session.turn_context())
     except Exception:  # the first turn builds it then, and reports what fails
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
+
+
+def _job_ended(session: Session) -> Callable[[Job], Awaitable[None]]:
+    """A job that ends while no turn runs is a notice (during a turn, the model is told after its next tool call;
+    either way the next environment update lists it)."""
+
+    async def tell(job: Job) -> None:
+        if session.turn_running:
+            return
+        tail = job.handle.output.tail(LAST_OUTPUT_CHARS).strip()
+        shown = f"\n\n```\n{tail}\n```" if tail else ""
+        description = f"The model is told at your next message; its output is kept.{shown}"
+        await session.services.bridge.notice("info", f"Background {job.label} {job.state()}", description)
+
+    return tell
 
 
 def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:

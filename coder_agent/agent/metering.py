@@ -2,8 +2,8 @@
 
 Every model call of a session goes through one: the turn's, a compaction's summary, an MCP server's sampling
 request (and a sub-agent's). When the call's usage report is in (at once, or when the provider's closing part
-arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending` (and to the turn's `bill`,
-which its prompt response reports, when the model runs a turn), the conversation's
+arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending` and to each of its `bills`
+(the turn's, which its prompt response reports; a sub-agent's own, shown with its work), the conversation's
 context size is taken from it if the call was the conversation's own and still its latest, and the client
 gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`).
 
@@ -31,18 +31,21 @@ USAGE_META = "coder-agent"
 
 class MeteredModel:
     """A `Model` whose calls are billed to a turn context's session; `measures` says whether its calls are the
-    conversation's own (their usage is the context's size)."""
+    conversation's own (their usage is the context's size); `bills` count them apart as well."""
 
-    def __init__(self, model: Model, ctx: TurnContext, *, measures: bool = True, bill: Spending | None = None) -> None:
+    def __init__(
+        self, model: Model, ctx: TurnContext, *, measures: bool = True, bills: Sequence[Spending] = ()
+    ) -> None:
         self.model = model
         self.ctx = ctx
         self.measures = measures
-        self.bill = bill
+        self.bills = tuple(bills)
+        """Where else each call's bill is added besides the session's: the turn's report, a sub-agent's own."""
         self.name = model.name
 
     def side_calls(self) -> MeteredModel:
         """The same model and bill for calls that are not the conversation's (a compaction's summary)."""
-        return MeteredModel(self.model, self.ctx, measures=False, bill=self.bill)
+        return MeteredModel(self.model, self.ctx, measures=False, bills=self.bills)
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
         """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
@@ -70,25 +73,31 @@ class MeteredModel:
         return await self.model.accepts_images()
 
     async def _count(self, spend: Spend, number: int | None) -> None:
-        """Add a call's spend to the session and tell the client."""
+        """Add a call's spend to the session (and the tally) and tell the client."""
         usage, ctx = spend.usage, self.ctx
         ctx.spending.add(spend.cost, usage)
-        if self.bill is not None:
-            self.bill.add(spend.cost, usage)
+        for bill in self.bills:
+            bill.add(spend.cost, usage)
         if number is not None and not ctx.conversation.measure(number, usage.total_tokens):
             return  # a later call, a compaction or a /clear came first: this size is out of date
-        spending = ctx.spending
-        update = UsageUpdate(
-            used=ctx.conversation.context_tokens,
-            size=await self.model.context_window(),
-            cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
-        )
-        update.meta = {
-            USAGE_META: {
+        await self.report(
+            {
                 "inputTokens": usage.prompt_tokens,
                 "cachedInputTokens": usage.cached_tokens,
                 "cacheWriteTokens": usage.cache_write_tokens,
                 "outputTokens": usage.completion_tokens,
             }
-        }
+        )
+
+    async def report(self, last_call: dict[str, int] | None = None) -> None:
+        """Tell the client the context's size and the session's cost (a `usage_update`), with the last call's tokens
+        when there is one (after a sub-agent's calls, the parent's context with the session's new cost)."""
+        ctx, spending = self.ctx, self.ctx.spending
+        update = UsageUpdate(
+            used=ctx.conversation.context_tokens,
+            size=await self.model.context_window(),
+            cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
+        )
+        if last_call is not None:
+            update.meta = {USAGE_META: last_call}
         await ctx.bridge.update(update)

@@ -3,7 +3,8 @@
 It builds the turn's model from the session's config (credentials checked each time, so a key added
 to the environment or a `/model` switch takes effect at once), records the prompt in the replay log,
 titles a session after its first prompt, and hands the prompt to `commands` or to a `Turn`; `resume_turn` has a
-`Turn` go on from the calls it stopped at for want of permission.
+`Turn` go on from the calls it stopped at for want of permission. A turn's `task` calls run as sub-agents
+(`agent.subagents`), whose models it makes too.
 
 With litellm (no `model_factory`), building the runner starts litellm's import in the background: the
 agent is built right after it spawns, so the import overlaps `initialize` and `session/new` instead of
@@ -20,6 +21,7 @@ import anyio
 from coder_agent.agent import commands
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.metering import MeteredModel
+from coder_agent.agent.subagents import Subagents
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
 from coder_agent.errors import ConfigInvalid
@@ -79,10 +81,21 @@ class ModelRunner:
         model = self.make_model(dataclasses.replace(settings, max_tokens=max(cap, 1)))
         return MeteredModel(model, session.turn_context(), measures=False)
 
-    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
+    def _model_turn(self, session: Session, report: TurnReport) -> Turn:
+        """A turn of the session's model, billed to `report` too, whose `task` calls run as sub-agents."""
         ctx = session.turn_context()
-        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx, bill=report.spent)
-        turn = Turn(ctx, model, ToolExecutor(ctx, model.accepts_images))
+        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx, bills=(report.spent,))
+        ctx = dataclasses.replace(ctx, delegate=Subagents(session, ctx, model, self._subagent_model))
+        return Turn(ctx, model, ToolExecutor(ctx, model.accepts_images))
+
+    def _subagent_model(self, config: Config) -> Model:
+        """A sub-agent's model (the config names it); AuthRequired or ConfigInvalid when it cannot answer."""
+        self.check(config)
+        return self.make_model(self.source.model_settings(config))
+
+    async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
+        turn = self._model_turn(session, report)
+        ctx = turn.ctx
         for block in prompt:
             ctx.bridge.record(UserMessageChunk(content=block, message_id=report.user_message_id))
         command = commands.parse(prompt)
@@ -99,9 +112,7 @@ class ModelRunner:
         return await turn.run(prompt, report.user_message_id)
 
     async def resume_turn(self, session: Session, report: TurnReport) -> StopReason:
-        ctx = session.turn_context()
-        model = MeteredModel(self.make_model(self.source.model_settings(ctx.config)), ctx, bill=report.spent)
-        return await Turn(ctx, model, ToolExecutor(ctx, model.accepts_images)).resume()
+        return await self._model_turn(session, report).resume()
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:

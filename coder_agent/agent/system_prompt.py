@@ -9,12 +9,15 @@ same bytes and a provider's prompt cache can serve them. It is rebuilt only when
 
 In an autonomous mode (`permissions.AUTONOMOUS_MODES`) and in a run no one watches (`coder-agent run`), the prompt
 tells the model to keep going until the task is done and verified, without stopping to ask
-(`prompts/autonomous.md`); otherwise it works with the user, asking when it must.
+(`prompts/autonomous.md`); in plan mode, to explore read-only and propose a plan (`prompts/plan_mode.md`);
+otherwise it works with the user, asking when it must.
 
 What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode (and with
-it how to work), the skills — reaches the model as a short user message (`prompts/environment_update.md`) placed
-before the user's next prompt, and only when one of those facts changed since the model was last told. The
-conversation keeps the facts as last told (`Conversation.environment`) to tell the difference.
+it how to work), the skills, the background jobs that ended — reaches the model as a short user message
+(`prompts/environment_update.md`) placed before the user's next prompt, and only when one of those facts changed
+since the model was last told. The conversation keeps the facts as last told (`Conversation.environment`) to tell
+the difference; the jobs remember whether the model saw them end (`session.jobs`). A job that ends while a turn
+runs is named the same way after that turn's next tool results (`jobs_note`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ INTERACTIVE = (
 
 def facts(env: workspace.Environment, mode: str, autonomous: bool = False) -> dict[str, str]:
     """The facts of the environment that may change during a conversation, by the label the model reads."""
-    found = {DATE: env.date, MODE: mode_text(mode), WORKING: working_text(autonomous)}
+    found = {DATE: env.date, MODE: mode_text(mode), WORKING: working_text(autonomous, mode)}
     if env.git is not None:
         found[GIT_BRANCH] = env.git.branch
         found[GIT_STATUS] = env.git.status
@@ -62,8 +65,11 @@ def mode_text(mode: str) -> str:
     return f"{described.name} ({described.description})"
 
 
-def working_text(autonomous: bool) -> str:
-    """How the model is to work: on its own until the task is done (`prompts/autonomous.md`), or with the user."""
+def working_text(autonomous: bool, mode: str = "") -> str:
+    """How the model is to work: planning first (`prompts/plan_mode.md`), on its own until the task is done
+    (`prompts/autonomous.md`), or with the user."""
+    if mode == "plan":
+        return prompts.load("plan_mode.md")
     return prompts.load("autonomous.md") if autonomous else INTERACTIVE
 
 
@@ -84,8 +90,12 @@ def system_message(conversation: Conversation) -> Message:
 
 
 async def prepare(ctx: TurnContext) -> None:
-    """Build the conversation's system prompt if it has none yet (in the background, once a session opens)."""
+    """Build the conversation's system prompt if it has none yet (in the background, once a session opens); a
+    sub-agent's is its own instructions."""
     if ctx.conversation.system is not None:
+        return
+    if ctx.instructions is not None:
+        ctx.conversation.fix_prompt(ctx.instructions, {})
         return
     env = await _describe(ctx)
     if ctx.conversation.system is None:
@@ -101,14 +111,36 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     env = await _describe(ctx)
     if conversation.system is None:
         _fix(ctx, env)
-        return system_message(conversation), None
+        return system_message(conversation), jobs_note(ctx)
     now = facts(env, mode, autonomous(ctx))
     changed = changes(conversation.environment, now)
     conversation.told(now)
-    if not changed:
+    ended = ended_jobs(ctx)
+    if not changed and not ended:
         return system_message(conversation), None
-    update = prompts.render("environment_update.md", changes=changed)
+    update = prompts.render("environment_update.md", changes=changed, jobs=ended)
     return system_message(conversation), {"role": "user", "content": update}
+
+
+def ended_jobs(ctx: TurnContext) -> list[str]:
+    """The session's background jobs that ended and the model was not told of, in words (they count as told)."""
+    if ctx.parent_id is not None:  # a sub-agent's turn: the session's jobs are its parent's to hear of
+        return []
+    lines = []
+    for job in ctx.jobs.take_ended():
+        unread = job.handle.output.total - job.read_to
+        more = f"; {unread:,} characters of its output unread (job_output)" if unread else ""
+        lines.append(f"{job.label} {job.state()}{more}")
+    return lines
+
+
+def jobs_note(ctx: TurnContext) -> Message | None:
+    """A short update naming the background jobs that ended since the model was last told (None: none did); it
+    follows the tool results of a turn, or opens one."""
+    ended = ended_jobs(ctx)
+    if not ended:
+        return None
+    return {"role": "user", "content": prompts.render("environment_update.md", changes=[], jobs=ended)}
 
 
 async def current_system_message(ctx: TurnContext) -> Message:
@@ -127,6 +159,7 @@ def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
         mode=mode_text(mode),
         autonomous=on_its_own,
         autonomy=working_text(True),
+        planning=working_text(on_its_own, mode) if mode == "plan" else None,
         sandbox=walls,
         replaced_instructions=addition.text if addition is not None and addition.replaces else None,
         added_instructions=addition.text if addition is not None and not addition.replaces else None,

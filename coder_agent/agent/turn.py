@@ -19,7 +19,8 @@ would end with one waiting carries on with it. A cancel leaves what waits out of
 A turn sees its session only through its `TurnContext`. The history stays valid whatever happens: a cancel
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
 carry on. A call whose permission no one could give (a run without a terminal) stops the turn, and the model
-is told so; `resume` runs such calls once the user allows them, and the turn goes on.
+is told so; `resume` runs such calls once the user allows them, and the turn goes on. A sub-agent's run is a turn
+too (`run_task`), on a context of its own; the `task` calls of one reply run side by side.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ class Turn:
         self.reply_id = new_message_id()
         """The `messageId` of the model's answer (and, apart, of its thoughts) in the call in flight."""
         self.thought_id = new_message_id()
+        self.looped = False
+        """The turn stopped because the model kept making the same call with the same result."""
 
     @property
     def history(self) -> list[Message]:
@@ -127,6 +130,23 @@ class Turn:
         await self.bills_in()
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
+
+    async def run_task(self, task: str) -> StopReason:
+        """A sub-agent's whole run: its task is the first message, and the loop goes until it answers (no undo
+        checkpoint of its own: its edits belong to its parent's turn)."""
+        self.conversation.append({"role": "user", "content": task})
+        try:
+            return await self.loop(0)
+        finally:
+            self.repair_history()
+
+    @property
+    def last_answer(self) -> str:
+        """The text of the model's last message (a sub-agent's answer)."""
+        for message in reversed(self.history):
+            if message.get("role") == "assistant":
+                return str(message.get("content") or "").strip()
+        return ""
 
     def finish_turn(self) -> None:
         self.repair_history()
@@ -211,34 +231,73 @@ class Turn:
         return stop_reason
 
     async def run_calls(self, calls: Sequence[ToolCallRequest]) -> StopReason | None:
-        """Run the model's tool calls in order, answering each; the stop reason if the turn ends with them."""
+        """Run the model's tool calls in order and answer each, in order; consecutive calls of a tool that runs in
+        parallel (`task`) run side by side. The stop reason if the turn ends with them."""
         images: list[dict[str, Any]] = []
         waiting = False  # for the user's answer to a question: the turn ends after this batch
-        for index, call in enumerate(calls):
+        done = 0
+        for group in self._groups(calls):
             if waiting:
-                self.add_tool_result(call.id, WAITING_FOR_ANSWER)
+                for call in group:
+                    self.add_tool_result(call.id, WAITING_FOR_ANSWER)
                 continue
-            try:
-                result = await self.tools.run(call)
-            except StoppedForPermission:
-                self.add_tool_result(call.id, NEEDS_PERMISSION)
-                for later in calls[index + 1 :]:
-                    self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
-                return "cancelled"
-            except TurnCancelled:
-                return "cancelled"
-            images += self.add_tool_result(call.id, result.output)
-            self.ctx.save_soon()
-            waiting = result.ends_turn
-            if self.repeating(call, result):
-                await self.say(
-                    f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
-                    f"{DOOM_LOOP_REPEATS} times in a row. Rephrase the request or give it a hint.\n"
-                )
-                return "end_turn"
+            outcomes = await self._run_group(group)
+            done += len(group)
+            for call, outcome in zip(group, outcomes, strict=True):
+                if isinstance(outcome, StoppedForPermission):
+                    self.add_tool_result(call.id, NEEDS_PERMISSION)
+                    for later in calls[done:]:
+                        self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
+                    return "cancelled"
+                if isinstance(outcome, TurnCancelled):
+                    return "cancelled"
+                images += self.add_tool_result(call.id, outcome.output)
+                self.ctx.save_soon()
+                waiting = waiting or outcome.ends_turn
+                if self.repeating(call, outcome):
+                    self.looped = True
+                    await self.say(
+                        f"\n\n**Stopped:** the model made the same `{call.name}` call with the same result "
+                        f"{DOOM_LOOP_REPEATS} times in a row. Rephrase the request or give it a hint.\n"
+                    )
+                    return "end_turn"
         if images:  # tool messages carry text only: images follow in a user message
             self.conversation.append({"role": "user", "content": [_text_part(TOOL_IMAGES_NOTE), *images]})
+        if (note := system_prompt.jobs_note(self.ctx)) is not None:  # background jobs that ended meanwhile
+            self.conversation.append(note)
         return "end_turn" if waiting else None
+
+    def _groups(self, calls: Sequence[ToolCallRequest]) -> list[list[ToolCallRequest]]:
+        """The calls in order, consecutive calls of a tool that runs in parallel together."""
+        groups: list[list[ToolCallRequest]] = []
+        for call in calls:
+            parallel = self.tools.parallel(call.name)
+            if parallel and groups and self.tools.parallel(groups[-1][-1].name):
+                groups[-1].append(call)
+            else:
+                groups.append([call])
+        return groups
+
+    async def _run_group(self, group: list[ToolCallRequest]) -> list[ToolResult | TurnCancelled]:
+        """Each call's result, or the cancel it ended in (side by side when there are several: their own limit may
+        hold some back)."""
+        if len(group) == 1:
+            return [await self._outcome(group[0])]
+        found: dict[str, ToolResult | TurnCancelled] = {}
+
+        async def run(call: ToolCallRequest) -> None:
+            found[call.id] = await self._outcome(call)
+
+        async with anyio.create_task_group() as side_by_side:
+            for call in group:
+                side_by_side.start_soon(run, call)
+        return [found[call.id] for call in group]
+
+    async def _outcome(self, call: ToolCallRequest) -> ToolResult | TurnCancelled:
+        try:
+            return await self.tools.run(call)
+        except TurnCancelled as cancelled:  # StoppedForPermission included
+            return cancelled
 
     # ---- model --------------------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ class RunOptions:
         """The prompt as the model gets it: with the piped input after it, in a fence."""
         if self.prompt is None or self.piped is None or self.piped.empty:
             return self.prompt
-        from coder_agent.tools.run_command import fenced
+        from coder_agent.tools.file_view import fenced
 
         return f"{self.prompt}\n\nInput piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"
 

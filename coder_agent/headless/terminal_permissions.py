@@ -22,7 +22,7 @@ from rich.text import Text
 from coder_agent.headless.events import Output, Permission
 from coder_agent.headless.render import content_lines, inline_code, texts
 from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
-from coder_agent.permissions import ALLOWING, Choice, ChoiceKind
+from coder_agent.permissions import ALLOWING, Choice, ChoiceKind, kind_of
 from coder_agent.protocol.schema import ToolCallUpdate
 from coder_agent.session.bridge import NoOneToAsk
 from coder_agent.visible import visible
@@ -48,9 +48,11 @@ class TerminalPermissions:
         self.refused: list[Permission] = []
         """Questions no one could answer: each stopped the run."""
 
-    async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def __call__(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         allow_rules = next((c.rules for c in choices if c.kind == "allow_always"), ())
         title, kind = call.title or "A tool call", call.kind or "other"
+        if self.console is None and any(choice.id for choice in choices):
+            raise NoOneToAsk  # a question with options of its own (a plan to approve), not a permission: not refused
         if self.console is None:
             event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
             self.refused.append(event)
@@ -58,12 +60,12 @@ class TerminalPermissions:
             raise NoOneToAsk  # the turn stops at the call, which runs once allowed: the model does not give up on it
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
-        allowed = answer in ALLOWING
+        allowed = kind_of(choices, answer) in ALLOWING
         event = Permission(call.tool_call_id, title, kind, "allowed" if allowed else "refused", "terminal", allow_rules)
         self.output.permission(event)
         return answer
 
-    async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind:
+    async def _ask(self, console: Console, call: ToolCallUpdate, choices: Sequence[Choice]) -> str:
         content = call.content or []
         first = texts(content[:1])
         command = call.kind == "execute" and bool(first) and COMMAND.match(first[0]) is not None
@@ -79,20 +81,25 @@ class TerminalPermissions:
             typed = await read_line(self.terminal_fd)
             if typed is None:  # end of input (Ctrl-D): nobody answers yes
                 console.print()
-                return "reject_once"
+                return _rejection(choices)
             answer = pick(typed, choices)
             if answer is not None:
                 return answer
             console.print(Text(f"Type a number from 1 to {len(choices)}, y, n, or press Enter to reject.", style="dim"))
 
 
-def pick(line: str, choices: Sequence[Choice]) -> ChoiceKind | None:
-    """The choice a typed line names, or None if it names none."""
+def pick(line: str, choices: Sequence[Choice]) -> str | None:
+    """The id of the choice a typed line names (a number, or `y`, `n`, `a`: the first choice of that kind; Enter
+    rejects), or None if it names none."""
     text = line.strip().lower()
-    kinds = [choice.kind for choice in choices]
     if not text:
-        return "reject_once"
+        return _rejection(choices)
     if text.isdigit() and 1 <= int(text) <= len(choices):
-        return choices[int(text) - 1].kind
+        return choices[int(text) - 1].option_id
     short = SHORT_ANSWERS.get(text)
-    return short if short in kinds else None
+    return next((choice.option_id for choice in choices if choice.kind == short), None)
+
+
+def _rejection(choices: Sequence[Choice]) -> str:
+    """The first rejecting choice's id (a rejection whatever was offered)."""
+    return next((choice.option_id for choice in choices if choice.kind == "reject_once"), "reject_once")

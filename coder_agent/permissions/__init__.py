@@ -12,11 +12,12 @@
 Nothing here builds ACP objects (`acp.presentation` does) or imports tree-sitter before a command is checked.
 """
 
-from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, offer, restore_rules
+from coder_agent.permissions.always import ALLOWING, Choice, ChoiceKind, Offer, chosen, kind_of, offer, restore_rules
 from coder_agent.permissions.modes import (
     AUTONOMOUS_MODES,
     DEFAULT_MODE,
     MODES,
+    NO_CHANGE_MODES,
     SANDBOXED_MODES,
     ModeInfo,
     ModeName,
@@ -35,6 +36,7 @@ __all__ = [
     "AUTONOMOUS_MODES",
     "DEFAULT_MODE",
     "MODES",
+    "NO_CHANGE_MODES",
     "SANDBOXED_MODES",
     "Action",
     "Choice",
@@ -56,6 +58,7 @@ __all__ = [
     "chosen",
     "is_autonomous",
     "is_mode",
+    "kind_of",
     "offer",
     "resolve",
     "resolve_target",

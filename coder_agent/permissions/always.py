@@ -42,12 +42,18 @@ REJECTION: ChoiceKind = "reject_once"
 
 @dataclass(frozen=True)
 class Choice:
-    """One option of a permission prompt: its id (the same as its kind), the label the user reads, and for an
-    "always" the rules it remembers (as the config writes them)."""
+    """One option of a permission prompt: its kind, the label the user reads, for an "always" the rules it remembers
+    (as the config writes them), and its id when a prompt offers two options of one kind (by default, its kind)."""
 
     kind: ChoiceKind
     label: str
     rules: tuple[str, ...] = ()
+    id: str = ""
+
+    @property
+    def option_id(self) -> str:
+        """What the answer names (`optionId` on the wire)."""
+        return self.id or self.kind
 
 
 @dataclass(frozen=True)
@@ -72,11 +78,16 @@ class Offer:
         return self.allow if kind == "allow_always" else self.deny if kind == "reject_always" else ()
 
 
-def chosen(choices: Sequence[Choice], answer: object) -> ChoiceKind:
-    """The kind of the offered choice an answer names. Anything else is a rejection: an id that was never
+def chosen(choices: Sequence[Choice], answer: object) -> str:
+    """The id of the offered choice an answer names. Anything else is a rejection: an id that was never
     offered (`"deny"`, `""`, an "always" this prompt did not offer, an id of an earlier prompt), or not a
     string at all. An answer is never read for what it looks like, only matched against what was offered."""
-    return next((choice.kind for choice in choices if choice.kind == answer), REJECTION)
+    return next((choice.option_id for choice in choices if choice.option_id == answer), REJECTION)
+
+
+def kind_of(choices: Sequence[Choice], answer: str) -> ChoiceKind:
+    """The kind of the choice with this id (a rejection for an id not offered)."""
+    return next((choice.kind for choice in choices if choice.option_id == answer), REJECTION)
 
 
 def offer(policy: PermissionPolicy, action: Action) -> Offer:

@@ -1,5 +1,5 @@
 """The session modes as plain data: one `ModeName` Literal, what each mode means in words a user reads, and which
-ones are autonomous (`AUTONOMOUS_MODES`).
+ones are autonomous (`AUTONOMOUS_MODES`) or change nothing (`NO_CHANGE_MODES`).
 
 The config's `default_mode`, the policy, `session/set_mode` and the editor's mode picker are all built from
 this table (`acp.presentation` turns it into ACP objects). The descriptions say exactly what holds; the
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeGuard, get_args
 
-ModeName = Literal["read-only", "default", "accept-edits", "auto", "full-auto"]
+ModeName = Literal["read-only", "plan", "default", "accept-edits", "auto", "full-auto"]
 DEFAULT_MODE: ModeName = "default"
 
 
@@ -29,6 +29,12 @@ MODES: dict[ModeName, ModeInfo] = {
             "read-only",
             "Read only",
             "Reads and searches in the workspace; edits and commands are refused, fetches ask.",
+        ),
+        ModeInfo(
+            "plan",
+            "Plan",
+            "Explores read-only and proposes a plan; nothing is edited and no command runs until you approve the "
+            "plan and pick the mode to go on in.",
         ),
         ModeInfo(
             "default", "Ask", "Reads and searches in the workspace freely; asks before every edit, command and fetch."
@@ -59,6 +65,8 @@ assert set(MODES) == set(get_args(ModeName)), "every mode has one row"
 
 SANDBOXED_MODES: frozenset[ModeName] = frozenset({"auto"})
 """Modes offered only where the session's commands can be sandboxed."""
+NO_CHANGE_MODES: frozenset[ModeName] = frozenset({"read-only", "plan"})
+"""Modes where nothing but reading, searching and fetching runs (`plan` ends with the plan the user approves)."""
 AUTONOMOUS_MODES: frozenset[ModeName] = frozenset({"auto", "full-auto"})
 """The modes where the agent works on its own (nothing it does waits for the user): the model is told to finish
 the task without stopping to ask. The one place this question is answered."""

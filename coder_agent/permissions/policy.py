@@ -4,7 +4,7 @@
 
 1. **Deny rules** (config, or "always reject" this session): deny if any one matches any part of the action:
    a path it touches, a simple command it runs (or a wrapper layer of one), a file a command writes, the host.
-2. **Read-only mode**: anything but reading, searching and fetching is denied.
+2. **Read-only and plan modes**: anything but reading, searching and fetching is denied.
 3. **Containment**: a command that would leave the session's sandbox asks (outside full-auto: no rule lets one
    out unasked); a path outside the session's roots (cwd and additionalDirectories, symlinks resolved),
    a file a command visibly writes outside them, or a fetch of a local or private address asks, in every
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from coder_agent.permissions.modes import DEFAULT_MODE, ModeName
+from coder_agent.permissions.modes import DEFAULT_MODE, NO_CHANGE_MODES, ModeName
 from coder_agent.permissions.network import FetchTarget
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.rules import ANY, PATH_KINDS, Rule
@@ -42,6 +42,11 @@ Decision = Literal["allow", "ask", "deny"]
 QUIET_KINDS = frozenset({"read", "search", "think"})
 READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
 CHANGE_KINDS = frozenset({"edit", "delete", "move"})
+NO_CHANGE_REASONS: dict[str, str] = {
+    "read-only": "the session is in read-only mode; switch the mode to allow changes and commands",
+    "plan": "the session is in plan mode: nothing is changed and no command runs until the user approves the plan "
+    "(propose it with propose_plan)",
+}
 PROTECTED_FOLDERS = frozenset({".git", ".coder-agent"})
 """Changed by a file tool, these ask outside full-auto unless a rule in the user's own config names them."""
 
@@ -94,8 +99,8 @@ class PermissionPolicy:
     def decide(self, action: Action) -> Verdict:
         if (rule := self._denying_rule(action)) is not None:
             return Verdict("deny", f"denied by the rule `{rule}`")
-        if self.mode == "read-only" and action.kind not in READ_ONLY_KINDS:
-            return Verdict("deny", "the session is in read-only mode; switch the mode to allow changes and commands")
+        if self.mode in NO_CHANGE_MODES and action.kind not in READ_ONLY_KINDS:
+            return Verdict("deny", NO_CHANGE_REASONS[self.mode])
         if (reason := self._beyond_the_workspace(action) or self._protected(action)) is not None:
             return Verdict("ask", reason)
         if action.outside_because is not None and self.mode != "full-auto":

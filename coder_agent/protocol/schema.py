@@ -83,6 +83,16 @@ class ClientCapabilities(_Lenient):
     terminal: StrictBool = False
     session: ClientSessionCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
+    subagents: dict[str, Any] | None = None
+    """Sub-agent sessions are shown (RFD "Subagent Sessions"): `subagent_update` and the children's own updates."""
+    plan: dict[str, Any] | None = None
+    """`plan_update` and `plan_removed` are shown (RFD "Plan Operations"; the SDK's draft schema names it `plan`)."""
+    plan_capabilities: dict[str, Any] | None = None
+    """The same, by the name the RFD's text gives it (`planCapabilities`)."""
+
+    @property
+    def shows_plan_documents(self) -> bool:
+        return self.plan is not None or self.plan_capabilities is not None
 
 
 class PromptCapabilities(AcpModel):
@@ -475,6 +485,41 @@ class NoticeUpdate(AcpModel):
 
 
 NoticeSeverity = Literal["info", "warning", "error"]
+SubagentState = Literal["running", "completed", "failed", "cancelled", "disconnected"]
+
+
+class SubagentCapabilities(AcpModel):
+    cancel: bool | None = None
+    """The client may cancel this child alone with `session/cancel` on its session id."""
+
+
+class SubagentUpdate(AcpModel):
+    """Announces a sub-agent session (the first update for its id) or changes it, on its parent's session; only
+    for clients that advertise `subagents` (RFD "Subagent Sessions": every announced child gets one terminal
+    state, after all of its own updates and before the parent's turn ends)."""
+
+    session_update: Literal["subagent_update"] = "subagent_update"
+    subagent_session_id: str
+    name: str | None = None
+    task: str | None = None
+    capabilities: SubagentCapabilities | None = None
+    state: SubagentState | None = None
+
+
+class MarkdownPlan(AcpModel):
+    type: Literal["markdown"] = "markdown"
+    id: str
+    """The plan's id, as the RFD names it."""
+    plan_id: str
+    """The same id, as the SDK's draft schema names it (sent under both names so either kind of client reads it)."""
+    content: str
+
+
+class PlanDocumentUpdate(AcpModel):
+    """`plan_update` with a Markdown plan (RFD "Plan Operations"); only for clients that advertise plans."""
+
+    session_update: Literal["plan_update"] = "plan_update"
+    plan: MarkdownPlan
 
 
 SessionUpdate = (
@@ -492,6 +537,8 @@ SessionUpdate = (
     | CompactionUpdate
     | CompactionSummaryChunk
     | NoticeUpdate
+    | SubagentUpdate
+    | PlanDocumentUpdate
 )
 
 # ---- agent -> client ----------------------------------------------------------------------------

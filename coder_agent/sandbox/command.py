@@ -137,15 +137,23 @@ class CommandSandbox:
         env[SPEC_VARIABLE] = encode(spec)
         return [*launcher_argv(), "--", *argv], env
 
-    async def start(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> PipedLeader:
+    async def start(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None
+    ) -> PipedLeader:
         """Start `argv` inside the walls as a local process group, its output (stdout and stderr) on a pipe;
-        `env` is the environment it gets apart from the walls' own additions. OSError if it could not start."""
+        `env` is the environment it gets apart from the walls' own additions, `stdin` the descriptor it reads
+        (None: /dev/null; the caller keeps and closes its own). OSError if it could not start."""
         command, extra = self.launch(argv)
         full = {**env, **extra}
         if self.spawner is not None:
-            return await self.spawner.spawn(argv, cwd, full)
+            return await self.spawner.spawn(argv, cwd, full, stdin=stdin)
         return await spawn_group(
-            command, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            command,
+            cwd=cwd,
+            env=full,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
 
     def guard(self) -> CommandGuard:

@@ -3,11 +3,11 @@ local commands start there, in a few milliseconds, instead of through a fresh la
 
 The server is started on first use (`python -I -S enter.py --serve FD`, through `process.spawn_group`, so it ends
 with the agent), its replies read by a task in the session's long-lived task group, and restarted if it died.
-`spawn(argv, cwd, env)` sends the request with the command's stdin (/dev/null) and a pipe for its output, and
-returns a `ServedProcess`: the surface `LocalBridge` and `process.stop_group` use of an `anyio` process (pid,
-returncode, wait, stdout, aclose). Each command is its own session and process group, announced to the reaper like
-any other; its exit status comes back from the server, which is its parent. If the server dies, its commands still
-running are killed, and reported so.
+`spawn(argv, cwd, env)` sends the request with the command's stdin (/dev/null, or a descriptor given) and a pipe for
+its output, and returns a `ServedProcess`: the surface `LocalBridge` and `process.stop_group` use of an `anyio`
+process (pid, returncode, wait, stdout, aclose). Each command is its own session and process group, announced to the
+reaper like any other; its exit status comes back from the server, which is its parent. If the server dies, its
+commands still running are killed, and reported so.
 """
 
 from __future__ import annotations
@@ -103,14 +103,17 @@ class ForkServerSpawner:
         self._next_id = 0
         self._lock = anyio.Lock()
 
-    async def spawn(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> ServedProcess:
-        """Start `argv` in `cwd` with exactly `env` (which carries the walls); OSError if it could not start."""
+    async def spawn(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None
+    ) -> ServedProcess:
+        """Start `argv` in `cwd` with exactly `env` (which carries the walls), reading `stdin` (None: /dev/null);
+        OSError if it could not start."""
         async with self._lock:
             channel = await self._channel_ready()
             self._next_id += 1
             request_id = self._next_id
             read_fd, write_fd = os.pipe()
-            devnull = os.open(os.devnull, os.O_RDONLY)
+            devnull = os.open(os.devnull, os.O_RDONLY) if stdin is None else os.dup(stdin)
             try:
                 payload = json.dumps({"id": request_id, "argv": list(argv), "cwd": str(cwd), "env": owner_marked(env)})
                 data = payload.encode()

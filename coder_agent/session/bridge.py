@@ -1,5 +1,5 @@
 """`ClientBridge`: what a session may ask of its environment — show updates and notices, read and write text
-files, run a command, ask the user's permission, ask the user a question.
+files, run a command (or start one in the background), ask the user's permission, ask the user a question.
 
 Two implementations, chosen once when a session opens: the editor over ACP (`acp.client_bridge.AcpClientBridge`,
 which itself falls back to the local machine for what the editor does not offer) and the local machine
@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Protocol
 
 from coder_agent.errors import CallFailed
-from coder_agent.permissions import Choice, ChoiceKind
+from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.user_questions import Answer, Question
 
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
@@ -112,10 +113,23 @@ class ClientBridge(Protocol):
         """
         ...
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
-        """Ask the user about a tool call; the kind of the choice picked among `choices` (an answer that names
-        none of them is `reject_once`: `permissions.chosen`), or None if the turn was cancelled. NoOneToAsk when
-        no one can answer."""
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        """Start a shell command line in the background (a job), inside `sandbox`'s walls when one is given, with its
+        standard input open for writing with `with_input` (else it reads end of file). BridgeError if it could not
+        be started. Its owner runs it, and releases it once it has ended."""
+        ...
+
+    def subagent_bridge(self, child_id: str) -> ClientBridge | None:
+        """The client as a sub-agent's own session `child_id` sees it, when the client shows sub-agent sessions
+        (ACP's `subagents` capability); None when it does not."""
+        ...
+
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
+        """Ask the user about a tool call; the id of the choice picked among `choices` (its kind unless it has an
+        id of its own; an answer that names none of them is `reject_once`: `permissions.chosen`), or None if the
+        turn was cancelled. NoOneToAsk when no one can answer."""
         ...
 
     async def ask(self, question: Question) -> Answer:

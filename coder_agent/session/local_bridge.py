@@ -6,8 +6,9 @@ offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a win
 (never the whole file for twenty lines of it), and writes replace the file atomically. Given the real place a
 path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
-of their environment; the group is killed on timeout or cancel. Questions go to a callable (`ask_user`); by
-default there is no one to ask, and the answer says so.
+of their environment; the group is killed on timeout or cancel. Background commands (jobs) are started the same
+way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is no one to ask, and the
+answer says so.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import anyio
 
 from coder_agent import nofollow
 from coder_agent.atomic import write_atomic
-from coder_agent.permissions import Choice, ChoiceKind, chosen
+from coder_agent.permissions import Choice, chosen
 from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -35,23 +36,22 @@ from coder_agent.session.bridge import (
     ShowContent,
     shell_argv,
 )
+from coder_agent.session.local_job import DRAIN_GRACE, KILL_GRACE, LocalJob, spawn_failure, start_local_job
 
 HEAD_BYTES = OUTPUT_BYTE_LIMIT // 5
 TAIL_BYTES = OUTPUT_BYTE_LIMIT - HEAD_BYTES
-KILL_GRACE = 2.0
-DRAIN_GRACE = 0.5
 WINDOW_MAX_BYTES = 4_000_000
 """A window of lines read at most (a 400 MB file of one line must not come into memory whole)."""
 LINE_CHUNK = 65_536
 
 Sink = Callable[[SessionUpdate], Awaitable[None]]
-Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[ChoiceKind | None]]
+Answer = Callable[[ToolCallUpdate, Sequence[Choice]], Awaitable[str | None]]
 AskUser = Callable[[user_questions.Question], Awaitable[user_questions.Answer]]
 NO_ONE_TO_ASK = "no one can be asked: the agent runs without an editor or a terminal to ask in"
 CHANGED = "{path} changed since it was checked (a symlink now leads elsewhere); nothing was done."
 
 
-async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+async def _refuse(call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
     return "reject_once"
 
 
@@ -90,7 +90,7 @@ class LocalBridge:
     async def turn_starting(self) -> None:
         return None
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         answer = await self.answer(call, choices)
         return None if answer is None else chosen(choices, answer)
 
@@ -154,7 +154,7 @@ class LocalBridge:
                     stderr=subprocess.STDOUT,
                 )
         except OSError as exc:
-            raise BridgeError(_spawn_failure(cwd, exc)) from None
+            raise BridgeError(spawn_failure(cwd, exc)) from None
         output = _Output()
         timed_out = False
         drained = anyio.Event()
@@ -191,6 +191,14 @@ class LocalBridge:
             truncated=output.dropped > 0,
         )
 
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> LocalJob:
+        return await start_local_job(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+
+    def subagent_bridge(self, child_id: str) -> None:
+        return None  # no one shows a sub-agent's session: its work shows in the parent's tool call
+
 
 class _Output:
     """The first and the last part of a command's output, like the model's view of it."""
@@ -217,12 +225,6 @@ class _Output:
     def text(self) -> str:
         gap = f"\n[… {self.dropped} bytes of output dropped …]\n".encode() if self.dropped else b""
         return (bytes(self.head) + gap + b"".join(self.tail)).decode("utf-8", errors="replace")
-
-
-def _spawn_failure(cwd: Path, exc: OSError) -> str:
-    if not cwd.is_dir():
-        return f"The command could not start: its working directory {cwd} no longer exists."
-    return f"The command could not start: {exc.strerror or exc}."
 
 
 def _read_all(path: Path, real: Path | None) -> bytes:

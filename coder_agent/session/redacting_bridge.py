@@ -18,18 +18,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from coder_agent import secrets
-from coder_agent.permissions import Choice, ChoiceKind
+from coder_agent.permissions import Choice
 from coder_agent.protocol.schema import MessageChunk, NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
-from coder_agent.session.replay import ReplayLog
+from coder_agent.session.replay import ChildLog, ReplayLog
 from coder_agent.session.user_questions import Answer, Question
 
 
 class RedactingBridge:
     """A session's `ClientBridge`, redacted, with its replay log."""
 
-    def __init__(self, inner: ClientBridge, replay: ReplayLog, shown: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, inner: ClientBridge, replay: ReplayLog | ChildLog, shown: Callable[[str], None] | None = None
+    ) -> None:
         self.inner = inner
         self.replay = replay
         self.shown = shown
@@ -65,7 +68,7 @@ class RedactingBridge:
         described = secrets.redact(description) if description is not None else None
         await self.inner.notice(severity, secrets.redact(title), described)
 
-    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> ChoiceKind | None:
+    async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         shown = [dataclasses.replace(choice, label=secrets.redact(choice.label)) for choice in choices]
         return await self.inner.request_permission(secrets.redact_model(call), shown)
 
@@ -87,3 +90,11 @@ class RedactingBridge:
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
         return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
+
+    async def start_command(
+        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    ) -> BackgroundCommand:
+        return await self.inner.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+
+    def subagent_bridge(self, child_id: str) -> ClientBridge | None:
+        return self.inner.subagent_bridge(child_id)

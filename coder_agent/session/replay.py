@@ -12,6 +12,12 @@ Only what a client was shown is recorded, after redaction: `session.redacting_br
 A client that does not show compactions (`session.compaction`) is replayed a short agent message in place of
 each entry (`replayed`), whose `messageId` is the compaction's id. A log stored before chunks carried ids gets
 them when it is loaded (one per merged chunk), so every replayed chunk names its message.
+
+Sub-agent sessions (RFD "Subagent Sessions") share their parent's log: their `subagent_update`s are the parent's
+own events, and each update of a sub-agent's session is recorded with its session id under `SESSION_KEY`
+(`for_child`), merged only with its own. They are replayed, with their session ids, to clients that show sub-agent
+sessions; others see the parent's `task` calls, which summarise them. A sub-agent announced but never ended (the
+agent stopped meanwhile) is ended as `disconnected` when the log is repaired, after all of its own events.
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ from coder_agent.protocol.schema import new_message_id
 from coder_agent.session.call_repair import fail_open_calls
 
 COMPACTION, SUMMARY_CHUNK = "compaction_update", "compaction_summary_chunk"
+SUBAGENT = "subagent_update"
+SESSION_KEY = "_sessionId"
+"""On an event of a sub-agent's session: its session id (the parent's own events carry none)."""
+TERMINAL_STATES = frozenset({"completed", "failed", "cancelled", "disconnected"})
 REPLAYED = frozenset(
     {
+        SUBAGENT,
         "user_message_chunk",
         "agent_message_chunk",
         "agent_thought_chunk",
@@ -52,7 +63,8 @@ def record_update(events: list[dict[str, Any]], update: dict[str, Any]) -> None:
         last = events[-1]
         content, last_content = update.get("content", {}), last.get("content", {})
         same_message = last.get("sessionUpdate") == kind and last.get("messageId") == update.get("messageId")
-        if same_message and content.get("type") == "text" == last_content.get("type"):
+        same_session = last.get(SESSION_KEY) == update.get(SESSION_KEY)
+        if same_message and same_session and content.get("type") == "text" == last_content.get("type"):
             last["content"] = {**last_content, "text": last_content.get("text", "") + content.get("text", "")}
             return
     if kind == "tool_call_update":
@@ -89,6 +101,20 @@ def _record_compaction(events: list[dict[str, Any]], update: dict[str, Any]) -> 
             entry[key] = update[key]
 
 
+def end_orphans(events: list[dict[str, Any]]) -> int:
+    """End every sub-agent announced and never ended (the agent stopped meanwhile) as `disconnected`, after all of its
+    events; returns how many. The ends are kept, so every later load replays the same."""
+    announced: dict[str, bool] = {}
+    for event in events:
+        if event.get("sessionUpdate") == SUBAGENT:
+            child = str(event.get("subagentSessionId"))
+            ended = announced.get(child, False) or event.get("state") in TERMINAL_STATES
+            announced[child] = ended
+    orphans = [child for child, ended in announced.items() if not ended]
+    events.extend({"sessionUpdate": SUBAGENT, "subagentSessionId": child, "state": "disconnected"} for child in orphans)
+    return len(orphans)
+
+
 def fail_open_compactions(events: list[dict[str, Any]]) -> int:
     """Mark compactions the log shows as still running (the agent stopped meanwhile) as failed; returns how many."""
     failed = 0
@@ -100,12 +126,20 @@ def fail_open_compactions(events: list[dict[str, Any]]) -> int:
     return failed
 
 
-def replayed(events: list[dict[str, Any]], *, compaction: bool) -> Iterator[dict[str, Any]]:
-    """The log as a client is replayed it: compaction entries as they are where the client shows them, otherwise
-    a short agent message (a failed one says why; a cancelled one is left out)."""
+def replayed(
+    events: list[dict[str, Any]], *, compaction: bool, subagents: bool = False
+) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """The log as a client is replayed it, each event with the sub-agent session it belongs to (None: the session's
+    own): compaction entries as they are where the client shows them, otherwise a short agent message (a failed one
+    says why; a cancelled one is left out); sub-agent sessions only where the client shows them."""
     for event in events:
+        child = event.get(SESSION_KEY)
+        if child is not None or event.get("sessionUpdate") == SUBAGENT:
+            if subagents:
+                yield child, {key: value for key, value in event.items() if key != SESSION_KEY}
+            continue
         if event.get("sessionUpdate") != COMPACTION or compaction:
-            yield event
+            yield None, event
             continue
         status = event.get("status")
         if status == "completed":
@@ -115,11 +149,14 @@ def replayed(events: list[dict[str, Any]], *, compaction: bool) -> Iterator[dict
         else:
             continue
         message_id = str(event.get("compactionId") or new_message_id())
-        yield {
-            "sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": text},
-            "messageId": message_id,
-        }
+        yield (
+            None,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text},
+                "messageId": message_id,
+            },
+        )
 
 
 @dataclass
@@ -146,13 +183,30 @@ class ReplayLog:
                 return index
         return None
 
-    def replayed(self, *, compaction: bool) -> Iterator[dict[str, Any]]:
-        return replayed(self.events, compaction=compaction)
+    def replayed(self, *, compaction: bool, subagents: bool = False) -> Iterator[tuple[str | None, dict[str, Any]]]:
+        return replayed(self.events, compaction=compaction, subagents=subagents)
+
+    def for_child(self, child_id: str) -> ChildLog:
+        """Where a sub-agent's session records what it shows: this log, each event marked with its session id."""
+        return ChildLog(self, child_id)
 
     def repair(self) -> tuple[int, int]:
-        """After the agent stopped mid-call: (tool calls, compactions) still shown running, now failed."""
-        return fail_open_calls(self.events), fail_open_compactions(self.events)
+        """After the agent stopped mid-call: (tool calls, compactions) still shown running, now failed; sub-agents
+        still running, now disconnected."""
+        calls, compactions = fail_open_calls(self.events), fail_open_compactions(self.events)
+        return calls + end_orphans(self.events), compactions
 
     def copy(self) -> list[dict[str, Any]]:
         """The events as a save writes them (copied, so a save in a worker thread never sees them change)."""
         return [dict(event) for event in self.events]
+
+
+@dataclass
+class ChildLog:
+    """A sub-agent session's view of its parent's log (see `ReplayLog.for_child`)."""
+
+    log: ReplayLog
+    child_id: str
+
+    def record(self, update: dict[str, Any]) -> None:
+        self.log.record({**update, SESSION_KEY: self.child_id})

@@ -1,9 +1,9 @@
 """`SessionServices`: what a session runs on while it is open — its bridge to the client, its background tasks
-and saves, its MCP servers, its commands' sandbox, its memory of the files the model saw, the messages waiting for its
-running turn — none of it stored.
+and saves, its MCP servers, its commands' sandbox, its background jobs, its memory of the files the model saw, the
+messages waiting for its running turn — none of it stored.
 
 The session manager (`agent.manager`) composes them when the session opens and is the one writer of these
-fields; `aclose` ends what they hold when the session closes.
+fields; `aclose` ends what they hold when the session closes (its jobs first, then the rest).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from anyio.abc import TaskGroup
 
 from coder_agent.protocol.schema import AvailableCommand
 from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
 from coder_agent.session.steering import SteeringInbox
+from coder_agent.session.turn_context import SwitchMode
 
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
@@ -58,9 +60,20 @@ class SessionServices:
     """What to tell the user once the client knows the session (config problems, MCP servers that failed)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close with the session (MCP servers)."""
+    jobs: JobTable = field(init=False)
+    """The session's background jobs (run in `tasks`)."""
+    switch_mode: SwitchMode | None = None
+    """Change the session's mode as `session/set_mode` does (telling the client, saving); the manager's."""
+
+    def __post_init__(self) -> None:
+        self.jobs = JobTable(self.tasks)
 
     async def aclose(self, session_id: str) -> None:
-        """Close what the session holds (each closer once, a failing one logged)."""
+        """Close what the session holds: its jobs, then each closer once (a failing one logged)."""
+        try:
+            await self.jobs.aclose()
+        except Exception:
+            log.exception("session %s: ending its jobs failed", session_id)
         closers, self.closers = self.closers, []
         for close in closers:
             try:

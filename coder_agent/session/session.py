@@ -8,7 +8,8 @@ tools get instead of the session. This module owns what is left: the turns thems
 A prompt that arrives while a turn runs waits for it (prompts are queued in arrival order, never
 rejected): editors such as Zed send `session/cancel` and then the next prompt at once, and the new prompt
 must not fail because the old turn is still winding down. `session/cancel` cancels the running turn and
-every prompt queued before it; each of those prompts answers `cancelled`, exactly once. What MCP servers ask
+every prompt queued before it; each of those prompts answers `cancelled`, exactly once; with a sub-agent's session id
+it cancels that sub-agent alone (`child`, `cancel_child`). What MCP servers ask
 of the user meanwhile (`side_request`) is cancelled with the turn.
 """
 
@@ -41,12 +42,17 @@ class Session:
     _side_requests: set[anyio.CancelScope] = field(default_factory=set)
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _turn_scope: anyio.CancelScope | None = None
+    _children: dict[str, anyio.CancelScope] = field(default_factory=dict)
     _cancels: int = 0
     _closed: bool = False
 
     @property
     def id(self) -> str:
         return self.state.id
+
+    @property
+    def turn_running(self) -> bool:
+        return self._turn_scope is not None
 
     def turn_context(self) -> TurnContext:
         """The session as a turn (or a call outside one, like an MCP server's sampling request) sees it now."""
@@ -65,12 +71,14 @@ class Session:
             system_prompt_addition=state.system_prompt_addition,
             mcp=services.mcp,
             sandbox=services.sandbox,
+            jobs=services.jobs,
             tasks=services.tasks,
             steering=services.steering,
             auto_compact=state.auto_compact,
             save_soon=self.save_soon,
             after_response=self.after_response,
             unattended=state.unattended,
+            switch_mode=services.switch_mode,
         )
 
     # ---- saving ---------------------------------------------------------------------------------
@@ -113,6 +121,27 @@ class Session:
             if scope.cancelled_caught or scope.cancel_called:
                 return "cancelled"
             return stop_reason
+
+    @contextmanager
+    def child(self, child_id: str) -> Iterator[anyio.CancelScope]:
+        """The scope a sub-agent of the running turn works in: `cancel_child` cancels it alone (a cancel of the turn
+        reaches it as well, from outside)."""
+        scope = anyio.CancelScope()
+        self._children[child_id] = scope
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._children.pop(child_id, None)
+
+    def cancel_child(self, child_id: str) -> bool:
+        """Cancel one running sub-agent (`session/cancel` with its session id); False if none runs by that id."""
+        scope = self._children.get(child_id)
+        if scope is None:
+            return False
+        log.info("session %s: cancelling its sub-agent %s", self.id, child_id)
+        scope.cancel()
+        return True
 
     @contextmanager
     def side_request(self) -> Iterator[anyio.CancelScope]:

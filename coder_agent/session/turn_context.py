@@ -9,7 +9,7 @@ turn). A child context (a sub-agent's) is the same shape with its own parts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,9 +18,11 @@ from anyio.abc import TaskGroup
 
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.permissions import PermissionPolicy
+from coder_agent.permissions import ModeName, PermissionPolicy
 from coder_agent.session.conversation import Conversation, Spending, SystemPromptAddition
+from coder_agent.session.delegation import Delegate
 from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.steering import SteeringInbox
 
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from coder_agent.sandbox.command import CommandSandbox
 
 Job = Callable[[], Coroutine[Any, Any, None]]
+SwitchMode = Callable[[ModeName], Awaitable[None]]
+"""Change the session's mode, telling the client and saving it (as `session/set_mode` does)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +55,8 @@ class TurnContext:
     mcp: McpHub | None
     sandbox: CommandSandbox | None
     """The walls the session's commands run in (not in full-auto); None when they cannot be sandboxed."""
+    jobs: JobTable
+    """The session's background jobs."""
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
     steering: SteeringInbox
@@ -63,6 +69,15 @@ class TurnContext:
     """Run a job once the prompt's response is written (a turn's bill, its last save)."""
     unattended: bool = False
     """No one watches the run (`coder-agent run`): the model works on its own, as in an autonomous mode."""
+    parent_id: str | None = None
+    """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
+    switch_mode: SwitchMode | None = None
+    """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
+    instructions: str | None = None
+    """A sub-agent's own system prompt, used instead of the session's (also after a compaction restarts it)."""
+    delegate: Delegate | None = None
+    """Runs `task` calls as sub-agents (set by the runner for a model turn); None where there are none to run (a
+    sub-agent's own turn: sub-agents cannot start sub-agents)."""
 
     @property
     def additional_directories(self) -> tuple[Path, ...]:

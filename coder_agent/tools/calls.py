@@ -58,6 +58,10 @@ class ToolSet(Protocol):
         """OpenAI-style function tool schemas, in a stable order."""
         ...
 
+    def parallel(self, name: str) -> bool:
+        """Whether calls of this tool in one reply run side by side (consecutive ones: see `Turn.run_calls`)."""
+        ...
+
     async def run(self, call: ToolCallRequest) -> ToolResult:
         """Run one call end to end, reporting it to the client; raise TurnCancelled only on a user cancel."""
         ...

@@ -6,9 +6,9 @@ before a write; on the disk, reads and writes reach the checked place without fo
 UTF-8 text only (a binary file is refused before it is read), through the session's `ClientBridge`; a file
 too big to read whole is read as a window of lines. Writes are checked against what the model last read,
 snapshotted for `/undo`, and remembered. Commands run through the bridge (the editor's terminal or a local
-process group) and show themselves in the call as soon as they start; the agent's own checks run locally
-(`run_local`, the local bridge's process machinery). Questions for the user go through the
-bridge too, tied to the call.
+process group) and show themselves in the call as soon as they start, and so do background jobs (`start_job`);
+the agent's own checks run locally (`run_local`, the local bridge's process machinery). Questions for the user go
+through the bridge too, tied to the call.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ import anyio
 from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.errors import CallFailed
-from coder_agent.permissions import Action, PermissionPolicy, Place, analyse, resolve, still_there
+from coder_agent.permissions import Action, Choice, PermissionPolicy, Place, analyse, resolve, still_there
 from coder_agent.permissions.paths import command_writes
-from coder_agent.protocol.content import ToolCallContent, ToolKind
+from coder_agent.protocol.content import TerminalContent, ToolCallContent, ToolKind
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate
-from coder_agent.session.bridge import CommandResult
+from coder_agent.session.bridge import CommandResult, NoOneToAsk
+from coder_agent.session.jobs import Job
 from coder_agent.session.local_bridge import LocalBridge
-from coder_agent.session.turn_context import TurnContext
+from coder_agent.session.turn_context import SwitchMode, TurnContext
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.tools.calls import ToolError
 from coder_agent.tools.file_view import SNIFF_BYTES, content_hash, looks_binary
@@ -52,6 +53,12 @@ async def _never_outside(why: str) -> bool:
 
 AcceptsImages = Callable[[], Awaitable[bool | None]]
 """Whether the turn's model takes images: True, False, or None when that is not known."""
+Choose = Callable[[list[ToolCallContent], list[Choice]], Awaitable[str]]
+"""Ask the user to pick one of some choices about the call, showing some content; the id picked."""
+
+
+async def _no_one_chooses(content: list[ToolCallContent], choices: list[Choice]) -> str:
+    raise NoOneToAsk
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class ToolContext:
         call_id: str | None = None,
         ask_outside: AskOutside = _never_outside,
         accepts_images: AcceptsImages | None = None,
+        choose: Choose = _no_one_chooses,
     ) -> None:
         self.call_id = call_id
         """The tool call this context serves (None for calls that are not shown as one)."""
@@ -95,10 +103,17 @@ class ToolContext:
         self._checkpoints = turn.checkpoints
         self._bridge = turn.bridge
         self._sandbox = turn.sandbox
+        self.jobs = turn.jobs
+        self._switch_mode = turn.switch_mode
+        self.delegate = turn.delegate
+        """Runs `task` calls as sub-agents (None in a sub-agent's own calls)."""
+        """The session's background jobs."""
+        self._job_owner = turn.session_id if turn.parent_id is not None else None
         self._ask_outside = ask_outside
         self._progress = progress
         self._shown: list[ToolCallContent] = []
         self._accepts_images = accepts_images
+        self._choose = choose
 
     # ---- paths --------------------------------------------------------------------------------
 
@@ -275,6 +290,19 @@ class ToolContext:
         sandbox = self._sandbox if sandboxed else None
         return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show, sandbox=sandbox)
 
+    async def start_job(
+        self, command: str, *, sandboxed: bool, with_input: bool = False, description: str | None = None
+    ) -> Job:
+        """Start a command line in the background as one of the session's jobs, inside the sandbox if `sandboxed`;
+        the terminal the user watches it in joins the call's content. CallFailed if it cannot start."""
+        self.jobs.check_room()
+        sandbox = self._sandbox if sandboxed else None
+        handle = await self._bridge.start_command(command, cwd=self.cwd, sandbox=sandbox, with_input=with_input)
+        job = self.jobs.add(handle, command, description=description, sandboxed=sandboxed, owner=self._job_owner)
+        if job.terminal_id is not None:
+            await self.show(TerminalContent(terminal_id=job.terminal_id))
+        return job
+
     @property
     def walls(self) -> list[str]:
         """The session's sandbox in words (empty without one)."""
@@ -298,6 +326,11 @@ class ToolContext:
         self._shown.append(content)
         await self._progress(list(self._shown))
 
+    async def show_all(self, content: list[ToolCallContent]) -> None:
+        """Replace what the call shows while it runs (a sub-agent's progress)."""
+        self._shown = list(content)
+        await self._progress(list(self._shown))
+
     @property
     def shown(self) -> list[ToolCallContent]:
         return list(self._shown)
@@ -313,6 +346,16 @@ class ToolContext:
     async def ask(self, question: Question) -> Answer:
         """Ask the user (see `ClientBridge.ask`); BridgeError if the client failed to answer."""
         return await self._bridge.ask(question)
+
+    async def choose(self, content: list[ToolCallContent], choices: list[Choice]) -> str:
+        """Ask the user to pick one of `choices` about this call (a permission request showing `content`); the id
+        picked. TurnCancelled on a cancel, NoOneToAsk when no one can answer, BridgeError if the client failed."""
+        return await self._choose(content, choices)
+
+    @property
+    def switch_mode(self) -> SwitchMode | None:
+        """Change the session's mode (telling the client), where this call's session may (not a sub-agent's)."""
+        return self._switch_mode
 
 
 def _swapped(path: Path) -> ToolError:

@@ -26,14 +26,14 @@ from coder_agent import secrets
 from coder_agent.errors import CallFailed
 from coder_agent.extensions import SKILLS_FACT
 from coder_agent.model.base import ToolCallRequest
-from coder_agent.permissions import ALLOWING, Choice, offer
+from coder_agent.permissions import ALLOWING, Choice, kind_of, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
 from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
 from coder_agent.tools.context import AcceptsImages, ToolContext
-from coder_agent.tools.registry import edit_tool_for, session_specs, session_tools
+from coder_agent.tools.registry import BUILTIN_NAMES, edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
 
 log = logging.getLogger(__name__)
@@ -48,17 +48,29 @@ REJECTED_FOR_MODEL = (
 class ToolExecutor:
     """The `ToolSet` of a session's turns: its tools, shown and permitted through the session's bridge."""
 
-    def __init__(self, ctx: TurnContext, accepts_images: AcceptsImages | None = None) -> None:
+    def __init__(
+        self, ctx: TurnContext, accepts_images: AcceptsImages | None = None, only: frozenset[str] | None = None
+    ) -> None:
         self.ctx = ctx
         self.accepts_images = accepts_images
         """Whether the turn's model takes images (a read_file of an image sends it only then)."""
+        self.only = only
+        """The built-in tools offered, when not all of them (a sub-agent's); MCP tools come with the context's hub."""
 
     def specs(self) -> list[dict[str, Any]]:
         skills = SKILLS_FACT in self.ctx.conversation.environment
-        return session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
+        specs = session_specs(self.ctx.mcp, edit_tool_for(self.ctx.config), skills)
+        return [spec for spec in specs if self._offers(spec["function"]["name"])]
+
+    def parallel(self, name: str) -> bool:
+        tool = session_tools(self.ctx.mcp).get(name)
+        return tool is not None and tool.runs_in_parallel and self._offers(name)
+
+    def _offers(self, name: str) -> bool:
+        return self.only is None or name in self.only or name not in BUILTIN_NAMES
 
     async def run(self, call: ToolCallRequest) -> ToolResult:
-        tools = session_tools(self.ctx.mcp)
+        tools = {name: tool for name, tool in session_tools(self.ctx.mcp).items() if self._offers(name)}
         tool = tools.get(call.name)
         if tool is not None and not tool.announced:
             return await self._run_quietly(tool, call)
@@ -100,6 +112,7 @@ class ToolExecutor:
             call.id,
             lambda why: self._ask_outside(shown, why),
             self.accepts_images,
+            lambda content, choices: self._choose(shown, content, choices),
         )
         try:
             prepared = await tool.prepare(params, ctx)
@@ -117,6 +130,8 @@ class ToolExecutor:
             outcome = await prepared.run()
         except CallFailed as exc:
             return await shown.fail(str(exc), exc.shown)
+        except TurnCancelled:  # the user cancelled from a question the call asked
+            raise
         except Exception as exc:  # a tool's own bug or an unforeseen failure: the model reads it, the turn goes on
             log.exception("tool %s failed", tool.name)
             return await shown.fail(f"The tool failed unexpectedly: {exc}", "The tool failed unexpectedly.")
@@ -172,12 +187,11 @@ class ToolExecutor:
             raise StoppedForPermission from None
         if answer is None:
             raise TurnCancelled
-        if answer not in {choice.kind for choice in choices}:  # the bridges map answers onto the choices; hold it
-            answer = "reject_once"
-        rules = offered.rules(answer)
+        kind = kind_of(choices, answer)  # the bridges map answers onto the choices; an id not offered rejects
+        rules = offered.rules(kind)
         if rules:
-            await self._remember(rules, allow=answer == "allow_always")
-        if answer not in ALLOWING:
+            await self._remember(rules, allow=kind == "allow_always")
+        if kind not in ALLOWING:
             return REJECTED_FOR_MODEL, "Rejected."
         return None
 
@@ -188,23 +202,30 @@ class ToolExecutor:
             f"It seems to have hit the sandbox's walls: {why}\n\nAllowed, it runs again outside the sandbox, with "
             "your account's rights."
         )
+        choices = [Choice("allow_once", "Run it outside the sandbox"), Choice("reject_once", "Keep it inside")]
+        try:
+            answer = await self._choose(shown, [*shown.preview, text_content(note)], choices)
+        except BridgeError:
+            return False
+        return answer == "allow_once"
+
+    async def _choose(self, shown: _Call, content: list[ToolCallContent], choices: list[Choice]) -> str:
+        """Ask the user to pick one of `choices` about a running call, as a permission request showing `content`;
+        the id picked (an answer that names none is a rejection). TurnCancelled on a cancel; BridgeError if the
+        client failed to answer; NoOneToAsk when no one can."""
         request = ToolCallUpdate(
             tool_call_id=shown.call_id,
             title=shown.title,
             kind=shown.kind,
             status="pending",
-            content=[*shown.preview, text_content(note)],
+            content=content,
             raw_input=shown.raw_input,
         )
-        choices = [Choice("allow_once", "Run it outside the sandbox"), Choice("reject_once", "Keep it inside")]
-        try:
-            answer = await self.ctx.bridge.request_permission(request, choices)
-        except BridgeError:
-            return False
+        answer = await self.ctx.bridge.request_permission(request, choices)
         if answer is None:
             raise TurnCancelled
         await self.ctx.bridge.update(ToolCallUpdate(tool_call_id=shown.call_id, status="in_progress"))
-        return answer == "allow_once"
+        return answer
 
     async def _remember(self, rules: Any, *, allow: bool) -> None:
         added = self.ctx.policy.remember(rules, allow=allow)

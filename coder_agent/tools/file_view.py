@@ -12,7 +12,8 @@ This module owns:
   file or one in another encoding is never written back corrupted;
 * `content_hash`: the sha256 of a text, for read-before-edit staleness checks (compare the hash of what the model
   last read or wrote with the file as it is now; never compare mtimes);
-* `truncate_middle`: keep the head and the tail of a long output (command output) with a marker in between.
+* `truncate_middle`: keep the head and the tail of a long output (command output) with a marker in between;
+* `fenced`: a text in a Markdown code fence no backticks inside it can close.
 
 Everything here is pure: no file system access, no I/O.
 """
@@ -30,6 +31,7 @@ __all__ = [
     "NotTextError",
     "content_hash",
     "decode_text",
+    "fenced",
     "find_nul",
     "format_lines",
     "format_window",
@@ -205,6 +207,16 @@ def decode_text(data: bytes, path: str) -> str:
 def content_hash(text: str) -> str:
     """The sha256 hex digest of `text` encoded as UTF-8: equal hashes mean the model saw the current content."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def fenced(text: str, language: str = "") -> str:
+    """`text` in a Markdown code fence longer than any run of backticks inside it."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{text}\n{ticks}"
 
 
 def truncate_middle(text: str, max_chars: int) -> str:

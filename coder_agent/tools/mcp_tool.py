@@ -37,6 +37,7 @@ class McpToolCall:
     """One MCP tool, seen through the `Tool` interface of the executor."""
 
     announced = True
+    runs_in_parallel = False
 
     def __init__(self, tool: McpTool, hub: McpHub) -> None:
         self.tool = tool

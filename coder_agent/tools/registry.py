@@ -23,9 +23,12 @@ from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
 from coder_agent.tools.glob import Glob
 from coder_agent.tools.grep import Grep
+from coder_agent.tools.jobs import JobInput, JobKill, JobList, JobOutput, JobWait
 from coder_agent.tools.mcp_tool import McpToolCall
+from coder_agent.tools.propose_plan import ProposePlan
 from coder_agent.tools.read_file import ReadFile
 from coder_agent.tools.run_command import RunCommand
+from coder_agent.tools.task import Task
 from coder_agent.tools.tool import BuiltinTool, Tool
 from coder_agent.tools.update_plan import UpdatePlan
 from coder_agent.tools.use_skill import UseSkill
@@ -42,8 +45,15 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     Glob(),
     Grep(),
     RunCommand(),
+    JobOutput(),
+    JobWait(),
+    JobInput(),
+    JobKill(),
+    JobList(),
     Fetch(),
     UpdatePlan(),
+    Task(),
+    ProposePlan(),
     AskUser(),
     UseSkill(),
 )

@@ -1,6 +1,7 @@
 """`run_command`: a shell command line in the working directory — the editor's terminal when it has one,
 else a local process group — bounded in time, its whole process tree killed on timeout or cancel; inside the
-session's sandbox (but in full-auto, or where the session has none).
+session's sandbox (but in full-auto, or where the session has none). With `background`, it starts as one of the
+session's jobs instead (`session.jobs`; the job tools follow it), asked about and contained exactly the same way.
 
 A command may leave the sandbox only with the user's yes: the model asks for it (`outside_sandbox`, with a
 justification the user reads), or the command fails in a way that shows the walls stopped it (a refused write, no
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from coder_agent.permissions import Action
 from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
 from coder_agent.sandbox.command import hit_walls
 from coder_agent.session.bridge import CommandResult
-from coder_agent.tools.calls import Outcome, Prepared, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
-from coder_agent.tools.file_view import truncate_middle
+from coder_agent.tools.file_view import fenced, truncate_middle
+from coder_agent.tools.job_report import job_report
 from coder_agent.tools.tool import BuiltinTool, Params
 from coder_agent.visible import visible
 
@@ -30,6 +33,13 @@ SHOWN_OUTPUT_CHARS = 10_000
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_TITLE = 120
+BACKGROUND_MARK = "(background job)"
+BACKGROUND_NOTE = (
+    "Runs in the background: it goes on after this call and this turn, until it ends, is killed, or the session closes."
+)
+FIRST_LOOK = 0.5
+"""How long a background job is watched after it starts, so the answer can say what it printed first (or that it
+failed at once)."""
 HIDDEN_NOTE = (
     "The command holds control or invisible characters (escape sequences, bidirectional or zero-width "
     "characters); they are shown as escapes such as \\x1b or \\u202e."
@@ -50,6 +60,14 @@ class CommandParams(Params):
     justification: str | None = Field(
         default=None, description="With outside_sandbox: why the command must leave the sandbox, for the user."
     )
+    background: bool = Field(
+        default=False,
+        description="Start it as a background job and return at once with its job id (servers, watchers, long "
+        "builds); it runs until it ends, job_kill stops it, or the session closes. timeout_ms does not apply.",
+    )
+    stdin: bool = Field(
+        default=False, description="With background: keep its standard input open, to answer it with job_input."
+    )
 
 
 class RunCommand(BuiltinTool):
@@ -61,11 +79,16 @@ class RunCommand(BuiltinTool):
         """The command on one line, shortened for the title only: the whole command is in `rawInput` and in the
         call's content, so the user always sees everything they approve."""
         command = " ".join(visible(params.command).split())
-        return command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
+        command = command if len(command) <= MAX_TITLE else command[: MAX_TITLE - 1] + "…"
+        return f"{command} {BACKGROUND_MARK}" if params.background else command
 
     async def prepare(self, params: CommandParams, ctx: ToolContext) -> Prepared:
+        if params.stdin and not params.background:
+            raise ToolError("stdin applies to background jobs only: set background: true as well, or leave stdin out.")
         outside = (params.justification or "no reason given").strip() if params.outside_sandbox else None
         action = ctx.command_action(params.command, outside)
+        if params.background:
+            return _background(params, action, self.title(params, ctx), ctx)
         timeout = (params.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
 
         async def run() -> Outcome:
@@ -89,21 +112,32 @@ class RunCommand(BuiltinTool):
             replay: list[ToolCallContent] | None = [output] if in_terminal else None
             return Outcome(note + _report(result, timeout), display, result.exit_code != 0, replay)
 
-        shown = visible(params.command)
-        command: list[ToolCallContent] = [text_content(fenced(shown, "sh"))]
-        if shown != params.command:
-            command.append(text_content(HIDDEN_NOTE))
-        return Prepared(action, self.title(params, ctx), run, preview=command)
+        return Prepared(action, self.title(params, ctx), run, preview=_preview(params.command))
 
 
-def fenced(text: str, language: str = "") -> str:
-    """`text` in a Markdown code fence longer than any run of backticks inside it."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{language}\n{text}\n{ticks}"
+def _preview(command: str, *notes: str) -> list[ToolCallContent]:
+    """The whole command line as the user approves it, with what hides in it made visible, and notes."""
+    shown = visible(command)
+    content: list[ToolCallContent] = [text_content(fenced(shown, "sh"))]
+    if shown != command:
+        content.append(text_content(HIDDEN_NOTE))
+    return content + [text_content(note) for note in notes]
+
+
+def _background(params: CommandParams, action: Action, title: str, ctx: ToolContext) -> Prepared:
+    """A command started as a background job: it returns once the job started, with what it printed at first."""
+
+    async def run() -> Outcome:
+        job = await ctx.start_job(
+            params.command, sandboxed=action.sandboxed, with_input=params.stdin, description=params.description
+        )
+        await ctx.jobs.wait(job, FIRST_LOOK)
+        report = await job_report(job, started=True)
+        shown = ctx.shown or [text_content(report.shown)]
+        return Outcome(report.text, shown, failed=report.failed_start, replay=[text_content(report.shown)])
+
+    notes = [BACKGROUND_NOTE + (" Its input stays open for job_input." if params.stdin else "")]
+    return Prepared(action, title, run, preview=_preview(params.command, *notes))
 
 
 def _output_block(output: str) -> ContentToolCallContent:

@@ -50,6 +50,7 @@ class SamplingRequest:
     name = "mcp_sampling"
     kind: ToolKind = "other"
     announced = True
+    runs_in_parallel = False
 
     def __init__(self, request: McpSampling, model: Model) -> None:
         self.request = request

@@ -69,6 +69,8 @@ class Tool(Protocol):
     kind: ToolKind
     announced: bool
     """Whether a call is shown as a tool call (an `update_plan` shows as the plan itself)."""
+    runs_in_parallel: bool
+    """Whether its calls in one reply run side by side (`task`: each waits on a sub-agent of its own)."""
 
     def spec(self) -> dict[str, Any]: ...
 
@@ -88,6 +90,7 @@ class BuiltinTool:
     kind: ToolKind
     params: ClassVar[type[Params]]
     announced = True
+    runs_in_parallel = False
 
     def parse(self, arguments: str) -> Any:
         try:

@@ -21,3 +21,17 @@ async def test_a_run_works_on_its_own_in_any_mode(tmp_path: Path, fake_llm: Fake
     system = fake_llm.requests[0]["messages"][0]["content"]
     assert "# Working on your own" in system and "Keep going until the task is completely done" in system
     assert "Ask the user with `ask_user`" not in system
+
+
+async def test_a_run_in_plan_mode_with_no_one_to_approve_answers_with_the_plan(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    plan = {"plan": "## Plan\n\nRename the module.", "steps": ["Rename it", "Fix the imports"]}
+    fake_llm.script([Reply.tool("propose_plan", plan), Reply("The plan: rename the module, then fix the imports.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "--mode", "plan", "plan the rename", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    assert "rename the module, then fix the imports" in ran.stdout
+    result = next(m["content"] for m in fake_llm.last_request["messages"] if m["role"] == "tool")
+    assert "No one can approve the plan here" in result

@@ -344,6 +344,7 @@ async def test_modes_are_session_modes_and_a_config_option(tmp_path: Path) -> No
         sandboxed = {"auto"} if probe.check().available else set()  # auto only where commands can be sandboxed
         assert {m["id"] for m in response["modes"]["availableModes"]} == {
             "read-only",
+            "plan",
             "default",
             "accept-edits",
             "full-auto",
@@ -435,6 +436,7 @@ async def test_tool_schemas_sent_to_the_model(tmp_path: Path) -> None:
         await client.prompt(session, "hi")
     tools = {t["function"]["name"]: t["function"] for t in model.last_request.tools}
     names = "read_file write_file edit_file glob grep run_command fetch update_plan ask_user"
+    names += " job_output job_wait job_input job_kill job_list task propose_plan"
     assert set(tools) == set(names.split())
     for spec in tools.values():
         assert spec["description"]

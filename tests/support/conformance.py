@@ -44,6 +44,10 @@ __all__ = ["SCHEMA_PATH", "Conformance", "def_for", "load_schema", "method_table
 
 SCHEMA_PATH: Final = Path(__file__).resolve().parent.parent / "acp_schema" / "schema.json"
 UNSTABLE_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("schema.unstable.json")
+RFD_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("rfd.schema.json")
+"""Session updates newer than the schema (sub-agent sessions, plan operations), written from their RFDs."""
+RFD_UPDATES: Final = frozenset({"subagent_update", "plan_update", "plan_removed"})
+TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "disconnected"})
 
 Side = Literal["agent", "client"]
 Kind = Literal["Request", "Response", "Notification"]
@@ -90,7 +94,18 @@ def def_for(method: str, handler: Side, kind: Kind, *, unstable: bool = False) -
 
 
 @cache
+def load_rfd_schema() -> dict[str, Any]:
+    """The RFD shapes (cached; treat as read-only)."""
+    with RFD_SCHEMA_PATH.open(encoding="utf-8") as f:
+        schema: dict[str, Any] = json.load(f)
+    return schema
+
+
+@cache
 def _validator(def_name: str, unstable: bool = False) -> Draft202012Validator:
+    rfd = load_rfd_schema()["$defs"]
+    if def_name in rfd:
+        return Draft202012Validator({"$ref": f"#/$defs/{def_name}", "$defs": rfd})
     defs = load_schema(unstable)["$defs"]
     if def_name not in defs:
         path = UNSTABLE_SCHEMA_PATH if unstable else SCHEMA_PATH
@@ -183,6 +198,7 @@ class Conformance:
         self._to_client: dict[RequestId, list[str | None]] = {}  # sent by the agent, the client must answer
         self.capabilities: dict[str, Any] | None = None  # the client's, from its initialize (None: not seen yet)
         self._url_elicitations: set[str] = set()  # elicitationIds of URL elicitations the agent sent
+        self.subagents = Subagents()  # the sub-agent sessions the agent announced, and their lifecycle
 
     @property
     def pending_agent_answers(self) -> dict[RequestId, str | None]:
@@ -271,6 +287,8 @@ class Conformance:
 
         def_name = def_for(method, handler, kind)
         newer = def_for(method, handler, kind, unstable=True)
+        if sender == "agent" and method == "session/update" and _update_kind(params) in RFD_UPDATES:
+            def_name, newer = "RfdSessionNotification", None  # newer than both schemas: the RFD's shape alone
         if def_name is not None or newer is not None:
             # Absent/null params are checked as {} so the def's required members still apply.
             instance = {} if params is None else params
@@ -287,8 +305,10 @@ class Conformance:
 
         if sender == "client":
             self._note_initialize(msg)
+            self.subagents.client_call(method, msg.get("id"), params, msg)
         else:
             self._check_advertised(method, params, msg)
+            self.subagents.agent_call(method, msg.get("id"), params, msg)
 
         if is_request:
             pending = self._to_agent if sender == "client" else self._to_client
@@ -320,6 +340,10 @@ class Conformance:
             if not found:
                 raise _violation(where, f"response to id {rid!r}: no outstanding request from the {handler}", msg)
 
+        if sender == "agent" and rid is not None:
+            self.subagents.agent_answered(rid, msg.get("result"), msg)
+        elif rid is not None:
+            self.subagents.client_answered(rid)
         if has_error:
             what = f"{where} error response" + (f" to {method}" if method else "")
             _check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
@@ -367,12 +391,129 @@ class Conformance:
                 session.get("compaction"), dict
             ):
                 needs = "session.compaction"
+            elif kind in ("plan_update", "plan_removed") and not any(
+                isinstance(caps.get(name), dict) for name in ("plan", "planCapabilities")
+            ):
+                needs = "plan (or planCapabilities)"
+            elif kind == "subagent_update" and not isinstance(caps.get("subagents"), dict):
+                needs = "subagents"
         if needs is not None:
             raise _violation("agent→client", f"{method} sent, but the client did not advertise {needs}", msg)
 
 
 def _object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _update_kind(params: object) -> object:
+    return _object(_object(params).get("update")).get("sessionUpdate")
+
+
+class Subagents:
+    """The sub-agent sessions of one connection, held to the RFD's lifecycle (docs/rfds/subagents.mdx):
+
+    - a `subagent_update` is sent on the child's immediate parent; the first one for an id announces the child,
+      and nothing bearing the child's session id comes before it;
+    - after the child's terminal state (`completed`, `failed`, `cancelled`, `disconnected`) nothing more comes for
+      it, and a request the agent made for it must have been answered, or cancelled by the agent, by then;
+    - every child announced on a session is terminal before the agent answers that session's `session/prompt`
+      (and `session/load`: the replay closes orphans as `disconnected`);
+    - the client cancels a child alone (`session/cancel` with its id) only if its `capabilities.cancel` is true,
+      and never prompts, loads or closes it.
+
+    `session/load` makes the replay authoritative: the children of the loaded session are forgotten first.
+    """
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}  # child id -> the session it was announced on
+        self.state: dict[str, str] = {}  # child id -> its last state ("running" until told otherwise)
+        self.cancellable: dict[str, bool] = {}
+        self.sessions: set[str] = set()  # sessions the client opened (session/new answered, loaded, resumed)
+        self._prompts: dict[Any, tuple[str, str]] = {}  # client request id -> (method, session id)
+        self._requests: dict[Any, str] = {}  # agent request id -> the child it was made for
+        self._agent_cancelled: set[Any] = set()
+
+    def children_of(self, session_id: str) -> list[str]:
+        return [child for child, parent in self.parent.items() if parent == session_id]
+
+    def client_call(self, method: str, rid: Any, params: Any, msg: dict[str, Any]) -> None:
+        session = _object(params).get("sessionId")
+        if not isinstance(session, str):
+            return
+        if session in self.parent:
+            if method == "session/cancel":
+                if not self.cancellable.get(session):
+                    raise _violation("client→agent", "session/cancel for a sub-agent not advertised cancellable", msg)
+                return
+            raise _violation("client→agent", f"{method} with a sub-agent's session id (only session/cancel)", msg)
+        if method in ("session/load", "session/resume"):
+            self.sessions.add(session)
+            if method == "session/load":
+                for child in self.children_of(session):
+                    del self.parent[child]
+                    self.state.pop(child, None)
+                    self.cancellable.pop(child, None)
+        if method in ("session/prompt", "session/load") and rid is not None:
+            self._prompts[rid] = (method, session)
+
+    def agent_call(self, method: str, rid: Any, params: Any, msg: dict[str, Any]) -> None:
+        params = _object(params)
+        if method == "$/cancel_request":
+            self._agent_cancelled.add(params.get("requestId"))
+            return
+        session = params.get("sessionId")
+        if not isinstance(session, str):
+            return
+        update = _object(params.get("update"))
+        if method == "session/update" and update.get("sessionUpdate") == "subagent_update":
+            self._subagent_update(session, update, msg)
+        if session in self.parent:
+            if self.state.get(session) in TERMINAL_STATES:
+                raise _violation("agent→client", f"{method} for sub-agent {session} after its terminal state", msg)
+            if rid is not None:
+                self._requests[rid] = session
+        elif self.sessions and session not in self.sessions:
+            raise _violation("agent→client", f"{method} for session {session}, never opened nor announced", msg)
+
+    def _subagent_update(self, session: str, update: dict[str, Any], msg: dict[str, Any]) -> None:
+        child = str(update.get("subagentSessionId"))
+        known = self.parent.get(child)
+        if known is None:
+            if child in self.sessions:
+                raise _violation("agent→client", f"subagent_update announces {child}, a session of the client", msg)
+            self.parent[child] = session
+            self.state[child] = "running"
+        elif known != session:
+            raise _violation("agent→client", f"subagent_update for {child} on {session}, not its parent {known}", msg)
+        elif self.state.get(child) in TERMINAL_STATES:
+            raise _violation("agent→client", f"subagent_update for {child} after its terminal state", msg)
+        capabilities = update.get("capabilities")
+        if isinstance(capabilities, dict):
+            self.cancellable[child] = capabilities.get("cancel") is True
+        state = update.get("state")
+        if state is not None:
+            if state in TERMINAL_STATES:
+                pending = [r for r, c in self._requests.items() if c == child and r not in self._agent_cancelled]
+                if pending:
+                    raise _violation("agent→client", f"{child} ends while its request(s) {pending} are unanswered", msg)
+            self.state[child] = str(state)
+
+    def agent_answered(self, rid: Any, result: Any, msg: dict[str, Any]) -> None:
+        """The agent answered a client request: a session/new opens a session; a prompt or a load ends with every
+        child announced on its session terminal."""
+        session_id = _object(result).get("sessionId")
+        if isinstance(session_id, str):
+            self.sessions.add(session_id)
+        method, session = self._prompts.pop(rid, ("", ""))
+        if not method:
+            return
+        running = [child for child in self.children_of(session) if self.state.get(child) not in TERMINAL_STATES]
+        if running:
+            problem = f"{method} answered while sub-agents {running} have no terminal state"
+            raise _violation("agent→client", problem, msg)
+
+    def client_answered(self, rid: Any) -> None:
+        self._requests.pop(rid, None)
 
 
 def _violation(where: str, problem: str, msg: object) -> AssertionError:

@@ -50,6 +50,8 @@ INTERNAL_ERROR: Final = -32603
 PERMISSION_CHOICES: Final = ("allow_once", "allow_always", "reject_once", "reject_always", "cancelled")
 RAW_ANSWER: Final = "id:"
 """A scripted answer `id:<text>` selects the option id `<text>` whatever was offered (a client that answers badly)."""
+OPTION: Final = "option:"
+"""A scripted answer `option:<id>` selects the offered option with that id (prompts whose options share a kind)."""
 
 _EXIT_POLL: Final = 0.05  # older anyio only notices an exit once the pipes close; poll returncode meanwhile
 _DRAIN_GRACE: Final = 0.2  # after the command exits, how long to wait for the last output before reporting the exit
@@ -154,7 +156,7 @@ class PendingPermission:
 
     def resolve(self, choice: str | None = None) -> None:
         """Answer with `choice` (see PERMISSION_CHOICES); None takes the next scripted answer."""
-        if choice is not None and choice not in PERMISSION_CHOICES and not choice.startswith(RAW_ANSWER):
+        if choice is not None and choice not in PERMISSION_CHOICES and not choice.startswith((RAW_ANSWER, OPTION)):
             raise ValueError(f"unknown permission choice {choice!r}; use one of {PERMISSION_CHOICES}")
         if not self.answered.is_set():
             self.choice = choice
@@ -435,7 +437,7 @@ class FakeEditor:
 
     def _next_choice(self) -> str:
         choice = self.permission_answers.pop(0) if self.permission_answers else self.default_permission
-        if choice not in PERMISSION_CHOICES and not choice.startswith(RAW_ANSWER):
+        if choice not in PERMISSION_CHOICES and not choice.startswith((RAW_ANSWER, OPTION)):
             raise AssertionError(f"unknown scripted permission answer {choice!r}; use one of {PERMISSION_CHOICES}")
         return choice
 
@@ -445,6 +447,12 @@ class FakeEditor:
             return {"outcome": "cancelled"}
         if choice.startswith(RAW_ANSWER):
             return {"outcome": "selected", "optionId": choice.removeprefix(RAW_ANSWER)}
+        if choice.startswith(OPTION):
+            wanted = choice.removeprefix(OPTION)
+            ids = [option["optionId"] for option in params["options"]]
+            if wanted not in ids:
+                raise AssertionError(f"the editor was scripted to pick the option {wanted!r}; {ids} were offered")
+            return {"outcome": "selected", "optionId": wanted}
         for option in params["options"]:
             if option["kind"] == choice:
                 return {"outcome": "selected", "optionId": option["optionId"]}

@@ -320,3 +320,92 @@ def test_what_the_client_advertised_passes_and_complete_needs_a_url_elicitation_
     url = {"sessionId": SESSION, "mode": "url", "message": "Sign in", "elicitationId": "e1", "url": "https://x.org/a"}
     conf.check_agent_to_client(_request(1, "elicitation/create", url))
     conf.check_agent_to_client(_notification("elicitation/complete", {"elicitationId": "e1"}))
+
+
+# -- sub-agent sessions and plan operations (the RFDs' shapes and rules) ----------------------------------------------
+
+
+def _with(capabilities: dict[str, Any]) -> Conformance:
+    conf = Conformance()
+    conf.check_client_to_agent(_request(0, "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities}))
+    conf.check_client_to_agent(_request(2, "session/prompt", {"sessionId": SESSION, "prompt": []}))
+    return conf
+
+
+def _announce(child: str = "child-1", **fields: Any) -> dict[str, Any]:
+    return _update({"sessionUpdate": "subagent_update", "subagentSessionId": child, **fields})
+
+
+def _on(session: str, update: dict[str, Any]) -> dict[str, Any]:
+    return _notification("session/update", {"sessionId": session, "update": update})
+
+
+TEXT = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+
+
+def test_a_sub_agent_announced_then_ended_before_the_prompt_answer_passes() -> None:
+    conf = _with({"subagents": {}})
+    conf.check_agent_to_client(_announce(name="explore-1", task="Look", capabilities={"cancel": True}))
+    conf.check_agent_to_client(_on("child-1", TEXT))
+    conf.check_client_to_agent(_notification("session/cancel", {"sessionId": "child-1"}))
+    conf.check_agent_to_client(_announce(state="cancelled"))
+    conf.check_agent_to_client(_result(2, {"stopReason": "end_turn"}))
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "frames", "problem"),
+    [
+        ({}, [_announce()], "did not advertise subagents"),
+        ({"subagents": {}}, [_announce(state="stuck")], "does not match RfdSessionNotification"),
+        ({"subagents": {}}, [_announce(), _announce(state="completed"), _on("child-1", TEXT)], "after its terminal"),
+        ({"subagents": {}}, [_announce(), _announce(state="completed"), _announce(name="x")], "after its terminal"),
+        ({"subagents": {}}, [_announce(), _result(2, {"stopReason": "end_turn"})], "have no terminal state"),
+        (
+            {"subagents": {}},
+            [_announce(), _on("other", {"sessionUpdate": "subagent_update", "subagentSessionId": "child-1"})],
+            "not its parent",
+        ),
+    ],
+)
+def test_sub_agent_sessions_break_the_rfd(capabilities: dict[str, Any], frames: list[Any], problem: str) -> None:
+    conf = _with(capabilities)
+    conf.subagents.sessions.update({SESSION, "other"})
+    *before, last = frames
+    for frame in before:
+        conf.check_agent_to_client(frame)
+    with pytest.raises(AssertionError, match=problem):
+        conf.check_agent_to_client(last)
+
+
+def test_a_child_request_must_be_answered_or_cancelled_before_the_child_ends() -> None:
+    conf = _with({"subagents": {}})
+    conf.check_agent_to_client(_announce())
+    asked = {"sessionId": "child-1", "toolCall": {"toolCallId": "c1"}, "options": []}
+    conf.check_agent_to_client(_request(7, "session/request_permission", asked))
+    with pytest.raises(AssertionError, match="unanswered"):
+        conf.check_agent_to_client(_announce(state="cancelled"))
+    conf = _with({"subagents": {}})
+    conf.check_agent_to_client(_announce())
+    conf.check_agent_to_client(_request(7, "session/request_permission", asked))
+    conf.check_agent_to_client(_notification("$/cancel_request", {"requestId": 7}))
+    conf.check_agent_to_client(_announce(state="cancelled"))
+
+
+def test_the_client_may_cancel_only_a_child_that_allows_it_and_never_prompt_one() -> None:
+    conf = _with({"subagents": {}})
+    conf.check_agent_to_client(_announce())
+    with pytest.raises(AssertionError, match="not advertised cancellable"):
+        conf.check_client_to_agent(_notification("session/cancel", {"sessionId": "child-1"}))
+    with pytest.raises(AssertionError, match="only session/cancel"):
+        conf.check_client_to_agent(_request(9, "session/prompt", {"sessionId": "child-1", "prompt": []}))
+
+
+def test_plan_updates_need_the_capability_and_the_rfds_shape() -> None:
+    markdown = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "id": "p", "content": "# Plan"}}
+    _with({"plan": {}}).check_agent_to_client(_update(markdown))
+    _with({"planCapabilities": {}}).check_agent_to_client(_update({"sessionUpdate": "plan_removed", "id": "p"}))
+    with pytest.raises(AssertionError, match="did not advertise plan"):
+        _with({}).check_agent_to_client(_update(markdown))
+    without_id = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "content": "# Plan"}}
+    with pytest.raises(AssertionError, match="RfdSessionNotification"):
+        _with({"plan": {}}).check_agent_to_client(_update(without_id))

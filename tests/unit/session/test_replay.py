@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coder_agent.session.replay import fail_open_compactions, record_update, replayed
+from coder_agent.session.replay import ReplayLog, fail_open_compactions, record_update, replayed
 
 
 def text(value: str) -> dict[str, Any]:
@@ -78,8 +78,8 @@ def test_clients_without_compaction_get_a_message_in_its_place() -> None:
         {"sessionUpdate": "compaction_update", "compactionId": "c2", "status": "failed", "error": "down"},
         {"sessionUpdate": "compaction_update", "compactionId": "c3", "status": "cancelled"},
     ]
-    assert list(replayed(events, compaction=True)) == events
-    plain = list(replayed(events, compaction=False))
+    assert [event for _, event in replayed(events, compaction=True)] == events
+    plain = [event for _, event in replayed(events, compaction=False)]
     assert [e["sessionUpdate"] for e in plain] == ["user_message_chunk", "agent_message_chunk", "agent_message_chunk"]
     assert "Context compacted" in plain[1]["content"]["text"] and "down" in plain[2]["content"]["text"]
 
@@ -94,4 +94,43 @@ def test_chunks_merge_within_a_message_only() -> None:
 def test_a_compaction_replayed_as_a_message_has_a_stable_id() -> None:
     events = [{"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}]
     first, again = list(replayed(events, compaction=False)), list(replayed(events, compaction=False))
-    assert first[0]["messageId"] == again[0]["messageId"] == "c1"
+    assert first[0][1]["messageId"] == again[0][1]["messageId"] == "c1"
+
+
+def test_a_sub_agents_session_is_recorded_apart_and_replayed_to_clients_that_show_it() -> None:
+    log = ReplayLog()
+    log.record({"sessionUpdate": "agent_message_chunk", "content": text("Let me ")})
+    log.record({"sessionUpdate": "subagent_update", "subagentSessionId": "child", "name": "explore-1"})
+    child = log.for_child("child")
+    child.record({"sessionUpdate": "agent_message_chunk", "content": text("child ")})
+    log.record({"sessionUpdate": "agent_message_chunk", "content": text("look.")})
+    child.record({"sessionUpdate": "agent_message_chunk", "content": text("text")})
+    child.record({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read a.py", "status": "pending"})
+    child.record({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"})
+    log.record({"sessionUpdate": "subagent_update", "subagentSessionId": "child", "state": "completed"})
+    shown = list(log.replayed(compaction=True, subagents=True))
+    assert [(session, event["sessionUpdate"]) for session, event in shown] == [
+        (None, "agent_message_chunk"),
+        (None, "subagent_update"),
+        ("child", "agent_message_chunk"),
+        (None, "agent_message_chunk"),
+        ("child", "agent_message_chunk"),
+        ("child", "tool_call"),
+        (None, "subagent_update"),
+    ]
+    assert shown[5][1]["status"] == "completed" and "_sessionId" not in shown[5][1]
+    plain = list(log.replayed(compaction=True, subagents=False))
+    assert [(s, e["content"]["text"]) for s, e in plain] == [(None, "Let me "), (None, "look.")]
+
+
+def test_a_sub_agent_never_ended_is_ended_as_disconnected_once() -> None:
+    log = ReplayLog()
+    log.record({"sessionUpdate": "subagent_update", "subagentSessionId": "done", "name": "explore-1"})
+    log.record({"sessionUpdate": "subagent_update", "subagentSessionId": "done", "state": "completed"})
+    log.record({"sessionUpdate": "subagent_update", "subagentSessionId": "lost", "name": "explore-2"})
+    orphan = log.for_child("lost")
+    orphan.record({"sessionUpdate": "tool_call", "toolCallId": "c9", "title": "grep", "status": "pending"})
+    assert log.repair() == (2, 0)  # the child's call, failed, and the orphan, disconnected
+    assert log.events[-1] == {"sessionUpdate": "subagent_update", "subagentSessionId": "lost", "state": "disconnected"}
+    assert log.events[-2]["status"] == "failed"
+    assert log.repair() == (0, 0), "a second load ends nothing again"

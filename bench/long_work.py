@@ -1,0 +1,241 @@
+"""Long-work benchmark for coder-agent: sub-agents side by side, and how fast a background job's output reaches the
+model.
+
+The agent runs in this process, over memory streams, as the in-process tests run it (`tests.support`: the real
+`serve()`, the ACP client with its conformance checks, the fake editor), its model a `ScriptedModel` wrapped so that
+each answer of a sub-agent first waits a set time: the model's latency, the only cost of a sub-agent that is not
+the agent's own. Two figures:
+
+  1. sub-agents side by side   Three `explore` sub-agents whose model answers take 0.20, 0.30 and 0.40 s (two
+                               answers each: a `glob`, then the answer). Time from writing `session/prompt` to its
+                               response, for a prompt whose reply holds the three `task` calls, and for a prompt with
+                               each task alone; ratio = together / the slowest alone (medians over --runs). Side by
+                               side, the three take about as long as the slowest: the agent's own work (three
+                               children's contexts, their tool calls, the updates of three sub-agent sessions) is
+                               what the ratio adds above 1.
+  2. job output to the model   A background job prints a line stamped with CLOCK_MONOTONIC (`time.monotonic()` in
+                               the job; one clock for every process on the machine) 1 s after it starts and goes on
+                               running, while the model waits for it with `job_wait` until that line. Latency = when
+                               the model is handed the result holding the line (stamped in this process) - the
+                               stamp. Local jobs
+                               see output as it is written; a job in the editor's terminal is read by asking the
+                               editor (`terminal/output`) every 50 ms while a wait runs. Also for information:
+                               `job_output` on a job that has printed 1 MB, from the call to its result.
+
+Goals (PASS/FAIL): side by side, ratio <= 1.3; job output reaches the model within 100 ms of being written (median,
+local and terminal jobs).
+
+Usage (from the repository root; Linux):
+
+  uv run python bench/long_work.py              # 5 runs of each
+  uv run python bench/long_work.py --runs 10
+  uv run python bench/long_work.py --json
+
+Exit status: 0 when every prompt went as scripted and both goals passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coder_agent.model.base import Message, ModelTurn, StreamSink  # noqa: E402
+from coder_agent.model.scripted import Call, Reply, Request, ScriptedModel  # noqa: E402
+from tests.support.editor import FakeEditor  # noqa: E402
+from tests.support.scripted_agent import scripted_agent  # noqa: E402
+
+GOAL_RATIO = 1.3
+GOAL_LATENCY_MS = 100.0
+DELAYS = {"alpha": 0.20, "beta": 0.30, "gamma": 0.40}
+PRINT_AFTER = 1.0  # after the half second run_command watches a new job for
+MARK = re.compile(r"MARK ([0-9.]+)")
+BIG_OUTPUT = 1_000_000
+
+
+def child_task(request: Request) -> str | None:
+    messages = request.messages
+    if "a sub-agent of coder-agent" not in str(messages[0]["content"]):
+        return None
+    return str(messages[1]["content"])
+
+
+class DelayedModel(ScriptedModel):
+    """A scripted model whose sub-agents' answers each take their task's delay (the model's latency)."""
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
+        task = child_task(Request(list(messages), []))
+        if task is not None:
+            await anyio.sleep(DELAYS[task])
+        return await super().stream(messages, tools, sink)
+
+
+def sub_agent_script(tasks: list[str]) -> DelayedModel:
+    def answer(request: Request) -> Reply:
+        task = child_task(request)
+        tool_results = [m for m in request.messages if m["role"] == "tool"]
+        if task is None:
+            if tool_results:
+                return Reply("done")
+            calls = [Call("task", {"description": f"Find {t}", "prompt": t}) for t in tasks]
+            return Reply(calls=calls)
+        return Reply(f"{task} found") if tool_results else Reply(calls=[Call("glob", {"pattern": f"{task}*"})])
+
+    return DelayedModel(default=answer)
+
+
+async def time_prompt(tmp: Path, tasks: list[str]) -> float:
+    await anyio.Path(tmp).mkdir(parents=True)
+    model = sub_agent_script(tasks)
+    capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False, "subagents": {}}
+    async with scripted_agent(tmp, model, capabilities=capabilities) as (client, session, _):
+        start = time.perf_counter()
+        stop = await client.prompt(session, "find them")
+        elapsed = time.perf_counter() - start
+    answers = [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
+    if stop != "end_turn" or answers != [f"{t} found" for t in tasks]:
+        raise RuntimeError(f"the prompt did not go as scripted: {stop}, {answers}")
+    return elapsed
+
+
+async def sub_agents(runs: int) -> dict[str, Any]:
+    together: list[float] = []
+    alone: dict[str, list[float]] = {name: [] for name in DELAYS}
+    with tempfile.TemporaryDirectory() as folder:
+        for run in range(runs + 1):  # the first is a warm-up
+            tmp = Path(folder) / f"run-{run}"
+            tmp.mkdir()
+            elapsed = await time_prompt(tmp / "together", list(DELAYS))
+            if run:
+                together.append(elapsed)
+            for name in DELAYS:
+                one = await time_prompt(tmp / name, [name])
+                if run:
+                    alone[name].append(one)
+    slowest = max(statistics.median(times) for times in alone.values())
+    ratio = statistics.median(together) / slowest
+    return {
+        "together_s": round(statistics.median(together), 3),
+        "alone_s": {name: round(statistics.median(times), 3) for name, times in alone.items()},
+        "ratio": round(ratio, 3),
+        "goal": GOAL_RATIO,
+        "pass": ratio <= GOAL_RATIO,
+    }
+
+
+def job_script(latencies: list[float]) -> ScriptedModel:
+    command = (
+        f"python3 -c \"import time; time.sleep({PRINT_AFTER}); print('MARK', time.monotonic(), flush=True); "
+        'time.sleep(60)"'
+    )
+
+    def answer(request: Request) -> Reply:
+        results = [str(m["content"]) for m in request.messages if m["role"] == "tool"]
+        if not results:
+            return Reply(calls=[Call("run_command", {"command": command, "background": True})])
+        if len(results) == 1:
+            return Reply(calls=[Call("job_wait", {"job_id": 1, "until": "MARK", "timeout_ms": 30000})])
+        found = MARK.search(results[-1]) or MARK.search(results[0])
+        if found is None:
+            raise RuntimeError(f"the job's line never reached the model: {results}")
+        latencies.append(time.monotonic() - float(found.group(1)))
+        return Reply("seen")
+
+    return ScriptedModel(default=answer)
+
+
+def big_output_script(timings: list[float]) -> ScriptedModel:
+    command = f"head -c {BIG_OUTPUT} /dev/zero | tr '\\0' x; echo; echo END; sleep 60"
+    asked: list[float] = []
+
+    def answer(request: Request) -> Reply:
+        results = [str(m["content"]) for m in request.messages if m["role"] == "tool"]
+        if not results:
+            return Reply(calls=[Call("run_command", {"command": command, "background": True})])
+        if len(results) == 1:
+            return Reply(calls=[Call("job_wait", {"job_id": 1, "until": "END", "timeout_ms": 30000})])
+        if len(results) == 2:
+            asked.append(time.monotonic())
+            return Reply(calls=[Call("job_output", {"job_id": 1, "since": 0})])
+        if len(results) == 3:
+            timings.append(time.monotonic() - asked[-1])
+            return Reply(calls=[Call("job_kill", {"job_id": 1})])
+        return Reply("done")
+
+    return ScriptedModel(default=answer)
+
+
+async def job_latency(runs: int, terminal: bool) -> dict[str, Any]:
+    latencies: list[float] = []
+    reads: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for run in range(runs + 1):
+            for model in (job_script(latencies), big_output_script(reads)):
+                tmp = Path(folder) / f"run-{run}-{len(latencies)}-{len(reads)}"
+                tmp.mkdir()
+                capabilities = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": terminal}
+                agent = scripted_agent(tmp, model, editor=True, capabilities=capabilities, default_mode="full-auto")
+                async with agent as (client, session, editor):
+                    assert isinstance(editor, FakeEditor)
+                    if await client.prompt(session, "go") != "end_turn":
+                        raise RuntimeError("the job prompt did not end")
+            if run == 0:  # a warm-up
+                latencies.clear()
+                reads.clear()
+    median = statistics.median(latencies) * 1000
+    return {
+        "output_to_model_ms": {"median": round(median, 1), "max": round(max(latencies) * 1000, 1)},
+        "job_output_1MB_ms": round(statistics.median(reads) * 1000, 1),
+        "goal_ms": GOAL_LATENCY_MS,
+        "pass": median <= GOAL_LATENCY_MS,
+    }
+
+
+async def main(runs: int) -> dict[str, Any]:
+    return {
+        "sub_agents": await sub_agents(runs),
+        "jobs_local": await job_latency(runs, terminal=False),
+        "jobs_terminal": await job_latency(runs, terminal=True),
+    }
+
+
+def print_report(report: dict[str, Any]) -> None:
+    subs = report["sub_agents"]
+    alone = ", ".join(f"{name} {seconds:.3f} s" for name, seconds in subs["alone_s"].items())
+    verdict = "PASS" if subs["pass"] else "FAIL"
+    print(f"sub-agents   together {subs['together_s']:.3f} s; alone: {alone}")
+    print(f"             ratio to the slowest alone {subs['ratio']:.3f} (goal <= {subs['goal']})  {verdict}")
+    for kind in ("local", "terminal"):
+        jobs = report[f"jobs_{kind}"]
+        latency = jobs["output_to_model_ms"]
+        verdict = "PASS" if jobs["pass"] else "FAIL"
+        print(
+            f"jobs, {kind:<8} output to the model: median {latency['median']} ms, max {latency['max']} ms "
+            f"(goal <= {jobs['goal_ms']:g} ms)  {verdict}; job_output of 1 MB {jobs['job_output_1MB_ms']} ms"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
+    args = parser.parse_args()
+    result = anyio.run(main, args.runs)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_report(result)
+    ok = result["sub_agents"]["pass"] and result["jobs_local"]["pass"] and result["jobs_terminal"]["pass"]
+    sys.exit(0 if ok else 1)
