@@ -327,6 +327,8 @@ class AcpClientBridge:
             await self._fallback("commands")
             return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
         argv, extra_env = command_line(command, sandbox)
+        guard = sandbox.guard() if sandbox is not None else None
+        extra_env = {**extra_env, **(guard.env if guard is not None else {})}
         folder = stdin = None
         if with_input:
             try:
@@ -339,7 +341,7 @@ class AcpClientBridge:
         except BaseException:
             await TerminalJob(self._terminal, "", stdin, folder).release()
             raise
-        return TerminalJob(self._terminal, terminal_id, stdin, folder)
+        return TerminalJob(self._terminal, terminal_id, stdin, folder, guard)
 
     async def _create_terminal(self, argv: list[str], cwd: Path, extra_env: dict[str, str]) -> str:
         """`terminal/create` for a command line (keys blanked out of its environment); its id. BridgeError."""

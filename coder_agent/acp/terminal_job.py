@@ -14,6 +14,7 @@ writing, so the shell's open never blocks and the command reads end of file only
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import shutil
@@ -26,6 +27,7 @@ import anyio
 
 from coder_agent.errors import ClientError
 from coder_agent.protocol.schema import TerminalExitStatus, TerminalOutputResponse
+from coder_agent.sandbox.command import CommandGuard
 from coder_agent.session.background import InputPipe, JobExit, OutputBuffer
 
 CLEANUP_TIMEOUT = 5.0
@@ -49,13 +51,23 @@ def open_input_fifo() -> tuple[Path, Path, InputPipe]:
     return folder, fifo, InputPipe(fd)
 
 
+log = logging.getLogger(__name__)
+
+
 class TerminalJob:
     """A `BackgroundCommand` in an editor terminal."""
 
     def __init__(
-        self, call: TerminalCall, terminal_id: str, stdin: InputPipe | None = None, folder: Path | None = None
+        self,
+        call: TerminalCall,
+        terminal_id: str,
+        stdin: InputPipe | None = None,
+        folder: Path | None = None,
+        guard: CommandGuard | None = None,
     ) -> None:
         self._call = call
+        self.guard = guard
+        """A sandboxed job's mark and git check, for when it ends (as for any sandboxed command)."""
         self.terminal_id: str | None = terminal_id
         self.output = OutputBuffer()
         self.input = stdin
@@ -94,6 +106,9 @@ class TerminalJob:
         finally:
             if self.input is not None:
                 self.input.close()
+            # what it left running ends; a git redirect it made is undone
+            if self.guard is not None and (note := await self.guard.finish()):
+                log.warning("terminal job %s:%s", terminal_id, note)
         if status is None:
             return JobExit(lost="the editor did not say how the terminal ended")
         return JobExit(exit_code=status.exit_code, signal=status.signal)

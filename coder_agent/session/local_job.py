@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 
 from coder_agent.process import PipedLeader, spawn_group, stop_group
-from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.command import CommandGuard, CommandSandbox
 from coder_agent.secrets import child_environ
 from coder_agent.session.background import InputPipe, JobExit, OutputBuffer
 from coder_agent.session.bridge import COMMAND_ENV, BridgeError, shell_argv
@@ -42,7 +42,8 @@ async def start_local_job(
 ) -> LocalJob:
     """Start a shell command line as a background process group (inside `sandbox`'s walls if given); its standard
     input a pipe with `with_input`, else /dev/null. BridgeError if it could not start."""
-    env = {**child_environ(), **COMMAND_ENV}
+    guard = sandbox.guard() if sandbox is not None else None
+    env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
     read_end, write_end = os.pipe() if with_input else (None, None)
     try:
         if sandbox is not None:
@@ -63,7 +64,7 @@ async def start_local_job(
     finally:
         if read_end is not None:
             os.close(read_end)
-    return LocalJob(process, InputPipe(write_end) if write_end is not None else None)
+    return LocalJob(process, InputPipe(write_end) if write_end is not None else None, guard)
 
 
 class LocalJob:
@@ -71,10 +72,12 @@ class LocalJob:
 
     terminal_id: str | None = None
 
-    def __init__(self, process: PipedLeader, stdin: InputPipe | None) -> None:
+    def __init__(self, process: PipedLeader, stdin: InputPipe | None, guard: CommandGuard | None = None) -> None:
         self.process = process
         self.output = OutputBuffer()
         self.input = stdin
+        self.guard = guard
+        """A sandboxed job's mark and git check, for when it ends (as for any sandboxed command)."""
         self._kill = anyio.Event()
 
     async def run(self) -> JobExit:
@@ -104,6 +107,8 @@ class LocalJob:
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_group(process, grace=KILL_GRACE)  # what it left behind in its group
+                if self.guard is not None:
+                    self.output.add(await self.guard.finish())  # and what left the group; git redirects undone
             if self.input is not None:
                 self.input.close()
         code = process.returncode
