@@ -376,7 +376,7 @@ def _image(path: Path, real: Path | None) -> tuple[str, bytes] | None:
             raise ToolError(
                 f"{path} is an image of {size / 1_000_000:.1f} MB, more than the {MAX_IMAGE_BYTES // 1_000_000} MB "
                 "a model is sent; make a smaller copy (for example with ImageMagick: "
-                "`convert in.png -resize 50% \"$TMPDIR/small.png\"`, the sandbox's own temp folder) and read that."
+                '`convert in.png -resize 50% "$TMPDIR/small.png"`, the sandbox\'s own temp folder) and read that.'
             )
         handle.seek(0)
         return mime, handle.read(MAX_IMAGE_BYTES + 1)

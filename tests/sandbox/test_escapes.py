@@ -171,6 +171,7 @@ class World:
             "home": layout.home,
             "key": layout.key,
             "base": layout.base,
+            "temp": layout.temp,
             "secret_files": secret_files,
             "agent_files": " ".join(str(p) for p in layout.agent_files),
             "watcher": self.watcher.pid,
@@ -741,7 +742,7 @@ ESCAPES: list[Escape] = [
     Escape(
         "fill-temp-past-max-file-size",
         "head -c 2M /dev/zero > $TMPDIR/big",
-        check=_file_at_most("{base}/private/tmp/big", 1 << 20),
+        check=_file_at_most("{temp}/big", 1 << 20),
     ),
     Escape(
         "fork-past-max-processes",

@@ -55,7 +55,10 @@ async def test_installs_the_wheel_runs_the_task_and_reports_tokens_and_a_traject
     assert (environment.workdir / "hello.txt").read_text() == "hello harbor\n"
 
     install, *_ = [e for e in environment.executed if "uv tool install" in e.command]
-    assert "uv tool install --force --python 3.11 /tmp/coder-agent-harbor-" in install.command
+    [made] = [e for e in environment.executed if e.command.startswith("mktemp -d")]
+    folder = (made.result.stdout or "").strip()  # the environment's own temp folder, not a path we name
+    assert "coder-agent-harbor." in folder
+    assert f"uv tool install --force --python 3.11 {folder}/" in install.command
     assert install.command.endswith(f"/{wheel.name}; coder-agent --version")
     assert "coder-agent" in install.result.stdout
 
@@ -101,7 +104,8 @@ async def test_a_failed_install_is_a_clear_error_with_the_installers_words(tmp_p
     with pytest.raises(InstallFailed) as failed:
         await agent.install(environment)
     message = str(failed.value)
-    assert message.startswith("coder-agent could not be installed in the task's environment from /tmp/coder-agent")
+    assert message.startswith("coder-agent could not be installed in the task's environment from /")
+    assert "coder-agent-harbor." in message
     assert "reach PyPI" in message
     assert "The installer's last lines:" in message
     kept = (agent.logs_dir / "setup" / INSTALL_LOG).read_text()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import uuid
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, override
 
@@ -107,8 +106,11 @@ class CoderAgent(BaseInstalledAgent):
         target = self._install_target()
         if self.options.wheel is not None:
             wheel = _wheel(self.options.wheel)
-            remote = f"/tmp/coder-agent-harbor-{uuid.uuid4().hex[:12]}/{wheel.name}"
-            await environment.exec(f"mkdir -p {shlex.quote(str(PurePosixPath(remote).parent))}")
+            made = await environment.exec("mktemp -d -t coder-agent-harbor.XXXXXXXX")  # the container's own temp
+            folder = (made.stdout or "").strip()
+            if made.return_code != 0 or not folder.startswith("/"):
+                raise InstallFailed(f"coder-agent's wheel has nowhere to go in the task's environment: {made.stderr}")
+            remote = str(PurePosixPath(folder) / wheel.name)
             await environment.upload_file(wheel, remote)
             target = remote
         command = self.install_command(target)
