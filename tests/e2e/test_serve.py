@@ -75,7 +75,7 @@ async def test_an_editor_session_over_the_served_websocket(tmp_path: Path, fake_
     finally:
         if process.returncode is None:
             process.kill()
-            await process.wait()
+        await process.aclose()  # also closes the stderr pipe, which nothing else would
 
 
 async def test_a_taken_port_and_a_short_token_are_errors_that_say_so(tmp_path: Path) -> None:

@@ -119,4 +119,4 @@ async def spawned_agent(
     finally:
         if process.returncode is None:
             process.kill()
-            await process.wait()
+        await process.aclose()

@@ -69,6 +69,7 @@ async def test_the_reaper_ends_announced_groups_and_marked_processes_when_its_pi
         os.close(write_fd)  # as the kernel does when the agent dies
         with anyio.fail_after(20):
             assert await watcher.wait() == 0
+        await watcher.aclose()
         await wait_groups_gone(stubborn.pid)  # it ignores SIGTERM, so SIGKILL must have followed
         if HAS_PROC:  # Linux: the reaper also finds processes by the mark in their environment
             with anyio.fail_after(10):
@@ -79,7 +80,7 @@ async def test_the_reaper_ends_announced_groups_and_marked_processes_when_its_pi
         for process in (stubborn, withdrawn, unannounced, another_agents):
             if group_alive(process.pid):
                 os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+            await process.aclose()
 
 
 OWNER = """
