@@ -76,7 +76,7 @@ async def measure(runs: int) -> dict[str, Any]:
                     figures["sandboxed"].append(await one("true", sandbox))
                     figures["git_out"].append(await one("git status --short", None))
                     figures["git_in"].append(await one("git status --short", sandbox))
-                launcher = _launcher(sandbox, work, runs)
+                launcher = _launcher(await sandbox.launch(["true"]), work, runs)
             finally:
                 await sandbox.aclose()
             tasks.cancel_scope.cancel()
@@ -94,8 +94,8 @@ async def measure(runs: int) -> dict[str, Any]:
     }
 
 
-def _launcher(sandbox: CommandSandbox, work: Path, runs: int) -> float:
-    argv, env = sandbox.launch(["true"])
+def _launcher(launch: tuple[list[str], dict[str, str]], work: Path, runs: int) -> float:
+    argv, env = launch
     env = {**os.environ, **env}
     plain, walled = [], []
     for _ in range(runs):

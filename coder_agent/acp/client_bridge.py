@@ -281,7 +281,7 @@ class AcpClientBridge:
         if not self.capabilities.terminal:
             await self._fallback("commands")
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
-        argv, extra_env = command_line(command, sandbox)
+        argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
         terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **(guard.env if guard is not None else {})})
         exited = False
@@ -326,7 +326,7 @@ class AcpClientBridge:
         if not self.capabilities.terminal:
             await self._fallback("commands")
             return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
-        argv, extra_env = command_line(command, sandbox)
+        argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
         extra_env = {**extra_env, **(guard.env if guard is not None else {})}
         folder = stdin = None

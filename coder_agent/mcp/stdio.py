@@ -101,7 +101,7 @@ async def stdio_transport(
     env = {**child_environ(), **spec.env}
     argv = [resolve_command(spec.command, env), *spec.args]
     if wrap is not None:
-        argv, extra = wrap(argv)
+        argv, extra = await wrap(argv)
         env = {**env, **extra}
     pipe_stderr = os.name == "posix"
     read_fd, write_fd = os.pipe() if pipe_stderr else (-1, -1)

@@ -198,7 +198,7 @@ class McpClientHooks:
     """Something the user should know now (a server that could not be restarted)."""
 
 
-CommandWrapper = Callable[[list[str]], tuple[list[str], dict[str, str]]]
+CommandWrapper = Callable[[list[str]], Awaitable[tuple[list[str], dict[str, str]]]]
 """Given a stdio server's command line: the command line that runs it (inside the session's sandbox) and what its
 environment gets on top."""
 

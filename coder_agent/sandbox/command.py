@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 from coder_agent.process import PipedLeader, spawn_group
 from coder_agent.sandbox import seatbelt
 from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.network import SessionNetwork
 from coder_agent.sandbox.probe import Support, launcher_argv
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import SandboxConfig
@@ -81,6 +82,7 @@ class CommandSandbox:
         proxy: HostProxy | None,
         spawner: ForkServerSpawner | None,
         pids_group: Path | None = None,
+        network: SessionNetwork | None = None,
     ) -> None:
         self.walls = walls
         self.support = support
@@ -90,6 +92,8 @@ class CommandSandbox:
         """Starts local commands without a launcher each (Linux); None: every command goes through `launch`."""
         self.pids_group = pids_group
         """The session's pids cgroup (a root agent), which every command joins; None: RLIMIT_NPROC holds them."""
+        self.network = network
+        """The network namespace the session's commands share (Linux); None: each has its own (or none at all)."""
 
     @classmethod
     async def open(
@@ -126,12 +130,17 @@ class CommandSandbox:
         linux = support.kind == "landlock"
         spawner = ForkServerSpawner(tasks) if linux else None
         pids_group = await anyio.to_thread.run_sync(make_pids_group, walls.max_processes) if linux else None
-        return cls(walls, support, folder, proxy, spawner, pids_group)
+        network = SessionNetwork(proxy_socket) if linux else None
+        return cls(walls, support, folder, proxy, spawner, pids_group, network)
 
-    def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        """The command line and environment additions that run `argv` inside the walls."""
+    async def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment additions that run `argv` inside the walls (on Linux, in the session's
+        network, started for the first command that needs it)."""
         env = self.walls.environment()
         spec = self.walls.spec(self.pids_group)
+        shared = await self.network.entry() if self.network is not None else None
+        if shared is not None:
+            spec["network"] = [shared]
         if self.support.kind == "seatbelt":
             return seatbelt.argv(spec, argv, proxy=self.walls.network == "proxy"), env
         env[SPEC_VARIABLE] = encode(spec)
@@ -143,7 +152,7 @@ class CommandSandbox:
         """Start `argv` inside the walls as a local process group, its output (stdout and stderr) on a pipe;
         `env` is the environment it gets apart from the walls' own additions, `stdin` the descriptor it reads
         (None: /dev/null; the caller keeps and closes its own). OSError if it could not start."""
-        command, extra = self.launch(argv)
+        command, extra = await self.launch(argv)
         full = {**env, **extra}
         if self.spawner is not None:
             return await self.spawner.spawn(argv, cwd, full, stdin=stdin)
@@ -163,6 +172,8 @@ class CommandSandbox:
     async def aclose(self) -> None:
         if self.spawner is not None:
             await self.spawner.aclose()
+        if self.network is not None:
+            await self.network.aclose()
         if self.pids_group is not None:
             await anyio.to_thread.run_sync(remove_group, self.pids_group)
         with contextlib.suppress(OSError):

@@ -1,6 +1,8 @@
 """The sandbox's launcher: `python -I -S enter.py -- COMMAND...` puts up the walls around itself, then becomes the
 command (`exec`), so the command and everything it starts stay inside. `enter.py --serve FD` is the fork server
-instead (`sandbox/forkserver.py`), which does the same for many commands without starting Python for each.
+instead (`sandbox/forkserver.py`), which does the same for many commands without starting Python for each, and
+`enter.py --network [PROXY_SOCKET]` holds a session's network namespace, which its commands join
+(`sandbox/network.py`).
 
 It runs without site-packages (`-I -S`: fast, and nothing from the environment is imported), so it finds its own
 package from its path and imports only standard-library code of ours. The walls come in the environment variable
@@ -26,8 +28,11 @@ def main(argv: list[str]) -> None:
 
         forkserver.serve(int(argv[1]))
         return
+    if argv[:1] == ["--network"] and len(argv) <= 2:
+        _hold_network(argv[1] if len(argv) == 2 else None)
+        return
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        _fail(FAILURE_MARK, "usage: enter.py -- COMMAND [ARGS...] | enter.py --serve FD")
+        _fail(FAILURE_MARK, "usage: enter.py -- COMMAND [ARGS...] | enter.py --serve FD | enter.py --network [SOCKET]")
     command = argv[argv.index("--") + 1 :]
     raw = os.environ.pop(SPEC_VARIABLE, None)
     if raw is None:
@@ -47,6 +52,22 @@ def main(argv: list[str]) -> None:
     except OSError as exc:
         print(f"{command[0]}: {exc.strerror}", file=sys.stderr)
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+def _hold_network(proxy_socket: str | None) -> None:
+    """The session's network: put it up, say `ready` (or the failure) on stdout, then wait for stdin to close (the
+    agent closing the session, or gone)."""
+    from coder_agent.sandbox import linux
+    from coder_agent.sandbox.spec import FAILURE_MARK, FAILURE_STATUS
+
+    try:
+        linux.hold_network(proxy_socket)
+    except (linux.Failure, OSError) as exc:
+        os.write(1, f"{FAILURE_MARK} {exc}\n".encode())
+        os._exit(FAILURE_STATUS)
+    os.write(1, b"ready\n")
+    while os.read(0, 512):
+        pass
 
 
 def _fail(mark: str, message: str) -> NoReturn:

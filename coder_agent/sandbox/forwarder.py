@@ -1,9 +1,10 @@
-"""The proxy's forwarder: inside a sandboxed command's private network namespace, the one way out.
+"""The proxy's forwarder: inside the network namespace of a session's sandboxed commands, the one way out.
 
 It listens on the namespace's own 127.0.0.1 (`linux.PROXY_PORT`) and carries every connection, byte for byte, to the
 agent's proxy over the proxy's UNIX socket (a UNIX socket is a file: it crosses network namespaces). The proxy
 decides what may pass (`sandbox.proxy`); this end decides nothing. Standard library only; it runs in a process
-forked by `linux.enter` before the walls go up, and ends with the command.
+forked by the session's network holder (`linux.hold_network`), and ends with it; or, for a command in a network
+namespace of its own, forked by `linux.enter` before the walls go up, ending with the command.
 """
 
 from __future__ import annotations

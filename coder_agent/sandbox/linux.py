@@ -2,10 +2,13 @@
 
 Standard library only. In order, each step before the ones that would forbid it:
 
-1. **Namespaces**: a new mount, network, UTS and IPC namespace (and a user namespace first when not root, mapping the
-   user to itself). The network namespace has only its own loopback, brought up here: servers a command starts on
-   127.0.0.1 work and are private to it; nothing else is reachable, on any protocol, but through the proxy's
-   forwarder (step 3).
+1. **Namespaces**: the session's network namespace joined (`network` in the spec: see `sandbox/network.py`; its
+   holder made it with `hold_network`, in a user namespace of its own when not root, which is joined first), then
+   a new mount, UTS and IPC namespace. It has only its own loopback: servers the session's commands start on
+   127.0.0.1 reach each other; nothing else is reachable, on any protocol, but through the proxy's forwarder, which
+   the holder runs. Without `network` (its holder could not start), a network namespace of the command's own is
+   made as well (and a user namespace first when not root, mapping the user to itself), its loopback brought up
+   here, and the forwarder forked for it (step 5).
 2. **Mounts** in the private mount namespace: the whole tree read-only (so no chmod, chown, utimes or xattr reaches
    past the walls either: Landlock does not cover those), the writable places bound back writable, the `.git`
    folders of the workspace pinned (bound onto themselves, so they cannot be renamed away and replaced), and the
@@ -16,8 +19,9 @@ Standard library only. In order, each step before the ones that would forbid it:
    made for the session); for root, the capabilities that reach past the walls leave the bounding set.
 4. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
    devices; writes to the writable places; no signals to and no abstract sockets of processes outside).
-5. **The proxy's forwarder** (network through the proxy only): a child process, forked inside the Landlock domain,
-   that listens on the namespace's 127.0.0.1 and carries each connection to the agent's proxy over its UNIX socket.
+5. **The proxy's forwarder** (network through the proxy, in a network namespace of the command's own): a child
+   process, forked inside the Landlock domain, that listens on the namespace's 127.0.0.1 and carries each
+   connection to the agent's proxy over its UNIX socket.
 6. **seccomp** (`seccomp.py`), which also forbids undoing any of it.
 
 Any failure raises `Failure` with one sentence: the caller exits without running the command (fail closed).
@@ -115,24 +119,82 @@ def enter(spec: Spec) -> None:
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
-    _namespaces()
+    shared = spec.get("network", ())
+    if shared:
+        _join_network(shared[0])
+        _unshare_rest()
+    else:
+        _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
     _join_cgroup(spec)  # before /sys goes read-only
     private_pts = _mounts(spec)
-    _loopback_up()
+    if not shared:
+        _loopback_up()
     _limits(spec)
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
     _landlock(spec, abi, private_pts)
     families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
-    for proxy_socket in spec.get("proxy", ()):
+    for proxy_socket in () if shared else spec.get("proxy", ()):
         _start_forwarder(proxy_socket, arch, frozenset(families | {seccomp.AF_UNIX}))
     if spec.get("unix_sockets") == ["yes"]:
         families.add(seccomp.AF_UNIX)
     _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
 
 
-def _namespaces() -> None:
+def hold_network(proxy_socket: str | None) -> None:
+    """Become a session's network (`enter.py --network`): a network namespace of its own (in a user namespace of
+    its own when not root) with its loopback up and, with `proxy_socket`, the proxy's forwarder listening in it;
+    then no_new_privs and a seccomp filter, for the rest of its life is waiting."""
+    arch = os.uname().machine
+    if arch not in seccomp.AUDIT_ARCH:
+        raise Failure(f"no seccomp filter for the {arch} architecture")
+    _namespaces(CLONE_NEWNET)
+    _loopback_up()
+    families = frozenset({seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK})
+    if proxy_socket is not None:
+        _start_forwarder(proxy_socket, arch, families | {seccomp.AF_UNIX})
+    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    _install_seccomp(seccomp.filter_program(arch, families))
+
+
+def _join_network(entry: str) -> None:
+    """Join the session's network (`network` in the spec: the holder's pid, then its network namespace's and, when
+    it made one, its user namespace's `device:inode`). The namespaces are opened through /proc and then checked
+    by what they are, not by the pid: a holder that died and whose pid came back as another process fails here."""
+    pid, *names = entry.split(":")
+    if len(names) not in (2, 4) or not pid.isdigit():
+        raise Failure(f"the session's network is malformed ({entry!r})")
+    net = _namespace_file(pid, "net", names[0], names[1])
+    user = _namespace_file(pid, "user", names[2], names[3]) if len(names) == 4 else None
+    try:
+        if user is not None:
+            _check(_libc.setns(user, CLONE_NEWUSER), "joining the session's user namespace (setns)")
+        _check(_libc.setns(net, CLONE_NEWNET), "joining the session's network namespace (setns)")
+    finally:
+        for fd in (net, user):
+            if fd is not None:
+                os.close(fd)
+
+
+def _namespace_file(pid: str, kind: str, device: str, inode: str) -> int:
+    try:
+        fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise Failure(f"the session's network is gone ({kind} namespace: {exc.strerror})") from None
+    found = os.fstat(fd)
+    if f"{found.st_dev}:{found.st_ino}" != f"{device}:{inode}":
+        os.close(fd)
+        raise Failure(f"the session's network is gone (process {pid} is in another {kind} namespace now)")
+    return fd
+
+
+def _unshare_rest() -> None:
+    """The mount, UTS and IPC namespaces of the command's own, inside the session's user namespace if it joined one
+    (where it has the rights to make them)."""
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC), "creating the namespaces (unshare)")
+
+
+def _namespaces(flags: int) -> None:
     uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
     if uid == 0 and _libc.unshare(flags) == 0:
         return
     _check(_libc.unshare(flags | CLONE_NEWUSER), "creating a user namespace (unshare)")

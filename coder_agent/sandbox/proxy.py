@@ -1,14 +1,14 @@
 """`HostProxy`: the one way from a sandboxed command to the network — an HTTP proxy on a UNIX socket that lets a
 connection through only to an allowed host.
 
-A sandboxed command lives in a network namespace with nothing but its own loopback; its `HTTP(S)_PROXY` points at
-the forwarder there (`sandbox/forwarder.py`), which carries each connection to this socket. Here the request's head is
-read (`CONNECT host:port`, or a plain-HTTP request with an absolute URL), the host is held against `allow_hosts`
-(exact names, or `*.example.com` for the subdomains), resolved once, refused if it resolves to this machine or to
-a link-local address, where cloud metadata lives (a DNS answer must not turn an allowed name into a way to them; a
-private address is fine, since registry mirrors live there), and only then connected to — that address, not the
-name again. A refusal is an HTTP 403 whose body says which setting would
-allow it. Nothing else is parsed: after the head, bytes are relayed as they come.
+A session's sandboxed commands live in a network namespace with nothing but its own loopback; their `HTTP(S)_PROXY`
+points at the forwarder there (`sandbox/forwarder.py`), which carries each connection to this socket. Here the
+request's head is read (`CONNECT host:port`, or a plain-HTTP request with an absolute URL), the host is held
+against `allow_hosts` (exact names, or `*.example.com` for the subdomains), resolved once, refused if it resolves
+to this machine or to a link-local address, where cloud metadata lives (a DNS answer must not turn an allowed name
+into a way to them; a private address is fine, since registry mirrors live there), and only then connected to —
+that address, not the name again. A refusal is an HTTP 403 whose body says which setting would allow it. Nothing
+else is parsed: after the head, bytes are relayed as they come.
 """
 
 from __future__ import annotations

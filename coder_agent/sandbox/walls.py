@@ -123,7 +123,7 @@ class Walls:
         if self.network == "proxy":
             lines.append(f"network: through the proxy to {', '.join(self.hosts) or 'no host'}; nothing else")
         else:
-            lines.append("network: none (servers on 127.0.0.1 work, privately)")
+            lines.append("network: none (servers on 127.0.0.1 work, shared by the session's commands)")
         if not self.unix_sockets:
             lines.append("UNIX sockets: none outside socketpair()")
         lines.append(f"limits: {self.max_processes} processes, files up to {self.max_file_bytes >> 20} MiB")

@@ -57,11 +57,11 @@ def shell_argv(command: str) -> list[str]:
     return [shutil.which("bash") or "/bin/sh", "-c", command]
 
 
-def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[list[str], dict[str, str]]:
+async def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[list[str], dict[str, str]]:
     """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
     top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
     argv = shell_argv(command)
-    return sandbox.launch(argv) if sandbox is not None else (argv, {})
+    return await sandbox.launch(argv) if sandbox is not None else (argv, {})
 
 
 class ClientBridge(Protocol):

@@ -85,6 +85,49 @@ async def test_a_background_server_is_fetched_its_log_read_and_killed(tmp_path: 
     assert terminal.argv[-1] == serve or serve in " ".join(terminal.argv)
 
 
+async def test_in_auto_a_sandboxed_dev_server_is_reached_by_the_sessions_next_command(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """The everyday loop without a question: a dev server as a sandboxed job, the tests against it in another
+    sandboxed command; the server is the session's own, out of the machine's reach."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "index.html").write_text("<h1>Hello from the sandboxed job</h1>")
+    port = free_port()
+    get = f"python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:{port}/index.html\").read())'"
+    fake_llm.script(
+        [
+            Reply.tool(
+                "run_command", {"command": f"python3 -u -m http.server {port} --bind 127.0.0.1", "background": True}
+            ),
+            Reply.tool("job_wait", {"job_id": 1, "until": "Serving HTTP", "timeout_ms": 30000}),
+            Reply.tool("run_command", {"command": get}),
+            Reply("It serves the page."),
+        ]
+    )
+    async with spawned_agent(tmp_path, llm=fake_llm) as agent:
+        client = agent.client
+        editor = FakeEditor(client, root=work)
+        try:
+            await client.initialize(editor.capabilities())
+            session = await client.new_session(str(work))
+            await client.request("session/set_mode", {"sessionId": session, "modeId": "auto"})
+            async with anyio.create_task_group() as group:
+
+                async def prompt() -> None:
+                    assert await client.prompt(session, "serve it and check", timeout=WAIT) == "end_turn"
+
+                group.start_soon(prompt)
+                await client.wait_for(lambda: "It serves the page." in client.agent_text(session), timeout=WAIT)
+                with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+                    pass  # while the job still runs: its loopback is not the machine's
+        finally:
+            await editor.aclose()
+    started, _, fetched = tool_results(fake_llm.last_request)
+    assert editor.permission_requests == []
+    assert "Hello from the sandboxed job" in fetched, fetched
+
+
 async def test_three_sub_agents_side_by_side_one_cancelled_on_its_own(tmp_path: Path, fake_llm: FakeLLM) -> None:
     work = tmp_path / "project"
     work.mkdir()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import pytest
 
 from coder_agent.sandbox.settings import SandboxConfig
@@ -894,7 +895,7 @@ def test_the_proxy_forwarder_ends_with_the_command(make_world: MakeLayout, token
     the command's output pipe is left to tell: it closes when the last process holding it ends."""
     layout = make_world()
     walled = Walled(layout, PROXY_SETTINGS, mark=token)
-    argv, extra_env = command_line("echo done", walled.sandbox)
+    argv, extra_env = anyio.run(command_line, "echo done", walled.sandbox)
     env = {**child_environ(), **extra_env, MARK_VARIABLE: token}
     command = subprocess.Popen(argv, cwd=layout.workspace, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:

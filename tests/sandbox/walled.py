@@ -329,7 +329,7 @@ async def run_inside(
     as_user: int | None = None,
 ) -> Ran:
     """Run `bash -c command` inside `sandbox`'s walls as the agent does (see the module docstring)."""
-    argv, extra_env = command_line(command, sandbox)
+    argv, extra_env = await command_line(command, sandbox)
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", "--", *argv]
     guard = sandbox.guard()  # as the bridges do: the command's mark, and the git redirects it must not leave

@@ -37,7 +37,7 @@ class Box:
                 command, cwd=self.work, timeout=timeout, show=_nothing, sandbox=self.sandbox
             )
             return result.exit_code, result.output
-        argv, env = self.sandbox.launch(["bash", "-c", command])
+        argv, env = await self.sandbox.launch(["bash", "-c", command])
         done = await anyio.run_process(
             argv, env={**os.environ, **env}, cwd=self.work, check=False, stderr=subprocess.STDOUT
         )
@@ -124,7 +124,7 @@ async def test_a_fork_storm_is_held_to_the_limit(box: Box) -> None:
 
 async def test_walls_that_cannot_go_up_run_nothing(box: Box, tmp_path: Path) -> None:
     spec_cgroup = tmp_path / "no-such-cgroup"
-    argv, env = box.sandbox.launch(["bash", "-c", f"touch {box.work}/ran"])
+    argv, env = await box.sandbox.launch(["bash", "-c", f"touch {box.work}/ran"])
     from coder_agent.sandbox.spec import SPEC_VARIABLE, decode, encode
 
     walls = decode(env[SPEC_VARIABLE])

@@ -87,7 +87,7 @@ async def test_inside_the_walls_only_the_proxy_is_reachable(tmp_path: Path) -> N
     async with anyio.create_task_group() as tasks:
         sandbox = await CommandSandbox.open((work,), settings, probe.check(), tasks)
         try:
-            argv, env = sandbox.launch(["python3", "-c", script])
+            argv, env = await sandbox.launch(["python3", "-c", script])
             done = await anyio.run_process(
                 argv, env={**os.environ, **env}, cwd=work, check=False, stderr=subprocess.STDOUT
             )

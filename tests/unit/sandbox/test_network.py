@@ -1,0 +1,247 @@
+"""The session's network, for real: a server one sandboxed command starts (a background job, say) is reachable from
+the session's next commands, whichever way they start (the fork server for local commands, the launcher for the
+editor's terminal), and from no other session's; the process holding the namespace is out of the commands' reach,
+is started again when it died, and ends with the session; a command told to join a namespace that is not the
+session's any more runs nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coder_agent.process import PipedLeader
+from coder_agent.sandbox import probe
+from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.network import _entry_of
+from coder_agent.sandbox.settings import SandboxConfig
+from coder_agent.sandbox.spec import SPEC_VARIABLE, decode, encode
+from coder_agent.secrets import child_environ
+from tests.support.processes import alive
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not probe.check().available, reason=f"no sandbox here: {probe.check().reason}"),
+    pytest.mark.skipif(probe.check().kind != "landlock", reason="the shared network is Linux's"),
+]
+WAIT = 30.0
+NOBODY = 65534
+SERVER = (
+    "import socket, sys\n"
+    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+    "print(s.getsockname()[1], flush=True)\n"
+    "while True:\n"
+    "    c = s.accept()[0]; c.sendall(b'pong'); c.close()\n"
+)
+CLIENT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    print(socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5).recv(4).decode())\n"
+    "except OSError as exc:\n"
+    "    print('refused:', exc.strerror)\n"
+)
+
+
+@pytest.fixture
+async def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+async def tasks() -> AsyncIterator[anyio.abc.TaskGroup]:
+    async with anyio.create_task_group() as group:
+        yield group
+        group.cancel_scope.cancel()
+
+
+async def opened(work: Path, tasks: anyio.abc.TaskGroup, settings: SandboxConfig | None = None) -> CommandSandbox:
+    return await CommandSandbox.open((work,), settings or SandboxConfig(max_processes=256), probe.check(), tasks)
+
+
+async def through_launcher(sandbox: CommandSandbox, work: Path, argv: list[str]) -> tuple[int, str]:
+    """As the editor's terminal runs a command: the launcher, with the walls in its environment."""
+    command, env = await sandbox.launch(argv)
+    done = await anyio.run_process(
+        command, env={**child_environ(), **env}, cwd=work, check=False, stderr=subprocess.STDOUT
+    )
+    return done.returncode, done.stdout.decode()
+
+
+async def first_line(process: PipedLeader) -> str:
+    assert process.stdout is not None
+    said = b""
+    with anyio.fail_after(WAIT):
+        async for chunk in process.stdout:
+            said += chunk
+            if b"\n" in said:
+                break
+    return said.decode().strip()
+
+
+async def started_server(sandbox: CommandSandbox, work: Path) -> tuple[PipedLeader, int]:
+    """A server started like a local background job (through the fork server); its port."""
+    process = await sandbox.start(["python3", "-c", SERVER], work, child_environ())
+    return process, int(await first_line(process))
+
+
+async def stopped(process: PipedLeader) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    with anyio.fail_after(WAIT):
+        await process.wait()
+
+
+async def test_a_server_a_job_starts_is_reachable_from_the_sessions_next_commands_both_ways(
+    work: Path, tasks: anyio.abc.TaskGroup
+) -> None:
+    sandbox = await opened(work, tasks)
+    try:
+        server, port = await started_server(sandbox, work)
+        try:
+            served = await sandbox.start(["python3", "-c", CLIENT, str(port)], work, child_environ())
+            assert await first_line(served) == "pong"
+            with anyio.fail_after(WAIT):
+                await served.wait()
+            assert await through_launcher(sandbox, work, ["python3", "-c", CLIENT, str(port)]) == (0, "pong\n")
+            outside = await anyio.run_process(["python3", "-c", CLIENT, str(port)], check=False)
+            assert outside.stdout.decode().startswith("refused:"), "the machine's loopback is another one"
+        finally:
+            await stopped(server)
+    finally:
+        await sandbox.aclose()
+
+
+async def test_another_sessions_commands_cannot_reach_it(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    ours, theirs = await opened(work, tasks), await opened(work, tasks)
+    try:
+        server, port = await started_server(ours, work)
+        try:
+            code, output = await through_launcher(theirs, work, ["python3", "-c", CLIENT, str(port)])
+            assert output.startswith("refused: Connection refused"), output
+        finally:
+            await stopped(server)
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+
+async def test_the_holder_is_out_of_reach_and_ends_with_the_session(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    sandbox = await opened(work, tasks)
+    assert sandbox.network is not None
+    try:
+        assert await through_launcher(sandbox, work, ["true"]) == (0, "")
+        holder = sandbox.network.holder_pid
+        assert holder is not None
+        code, output = await through_launcher(
+            sandbox, work, ["bash", "-c", f"kill -9 {holder}; kill -STOP {holder}; echo sent"]
+        )
+        assert "Operation not permitted" in output and alive(holder)
+        leave = (
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "for pid in (1, os.getppid()):\n"
+            "    try:\n"
+            "        fd = os.open(f'/proc/{pid}/ns/net', os.O_RDONLY)\n"
+            "    except OSError as exc:\n"
+            "        print('open', exc.strerror); continue\n"
+            "    print('setns', libc.setns(fd, 0x40000000), os.strerror(ctypes.get_errno()))\n"
+        )
+        code, output = await through_launcher(sandbox, work, ["python3", "-c", leave])
+        assert code == 0 and len(output.splitlines()) == 2, output
+        assert all(line.startswith(("open Permission denied", "setns -1")) for line in output.splitlines()), output
+    finally:
+        await sandbox.aclose()
+    with anyio.fail_after(WAIT):
+        while alive(holder):
+            await anyio.sleep(0.02)
+
+
+async def test_a_holder_that_died_is_started_again(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    sandbox = await opened(work, tasks)
+    assert sandbox.network is not None
+    try:
+        assert await through_launcher(sandbox, work, ["true"]) == (0, "")
+        first = sandbox.network.holder_pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)  # the OOM killer, say
+        with anyio.fail_after(WAIT):
+            while sandbox.network.holder_pid is not None:
+                await anyio.sleep(0.02)
+        server, port = await started_server(sandbox, work)
+        try:
+            assert await through_launcher(sandbox, work, ["python3", "-c", CLIENT, str(port)]) == (0, "pong\n")
+        finally:
+            await stopped(server)
+        assert sandbox.network.holder_pid not in (None, first)
+    finally:
+        await sandbox.aclose()
+
+
+async def test_a_namespace_that_is_not_the_sessions_any_more_runs_nothing(
+    work: Path, tasks: anyio.abc.TaskGroup
+) -> None:
+    sandbox = await opened(work, tasks)
+    try:
+        argv, env = await sandbox.launch(["touch", str(work / "ran")])
+        walls = decode(env[SPEC_VARIABLE])
+        holder, *identity = walls["network"][0].split(":")
+        for pid in (os.getpid(), 1):  # the holder's pid came back as another process (in the machine's namespaces)
+            walls["network"] = [":".join([str(pid), *identity])]
+            done = await anyio.run_process(
+                argv, env={**child_environ(), **env, SPEC_VARIABLE: encode(walls)}, cwd=work, check=False
+            )
+            assert done.returncode == 125, done.stderr
+            assert "the session's network is gone" in done.stderr.decode()
+        walls["network"] = [f"{holder}:1:2"]
+        done = await anyio.run_process(
+            argv, env={**child_environ(), **env, SPEC_VARIABLE: encode(walls)}, cwd=work, check=False
+        )
+        assert done.returncode == 125 and "the session's network is gone" in done.stderr.decode()
+        assert not (work / "ran").exists()
+    finally:
+        await sandbox.aclose()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+async def test_an_unprivileged_users_network_has_a_user_namespace_of_its_own() -> None:
+    """The agent run by an ordinary user: the holder makes a user namespace too, and commands join both."""
+    with tempfile.TemporaryDirectory(prefix="coder-agent-test-") as folder:  # pytest's own is not open to nobody
+        os.chmod(folder, 0o777)
+        await joined_as_nobody(Path(folder))
+
+
+async def joined_as_nobody(work: Path) -> None:
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    holder = await anyio.open_process([*as_nobody, *probe.launcher_argv(), "--network"], stderr=None)
+    try:
+        assert holder.stdout is not None
+        with anyio.fail_after(WAIT):
+            assert await holder.stdout.receive() == b"ready\n"
+        entry = _entry_of(holder.pid)
+        assert len(entry.split(":")) == 5, "a user namespace besides the network one"
+        walls = {"write": [str(work)], "network": [entry], "max_processes": ["64"], "max_file_bytes": ["1000000"]}
+        env = {**child_environ(), SPEC_VARIABLE: encode(walls)}
+        launcher = [*as_nobody, *probe.launcher_argv(), "--"]
+        async with await anyio.open_process(
+            [*launcher, "python3", "-c", SERVER], env=env, cwd=work, stderr=None
+        ) as server:
+            assert server.stdout is not None
+            with anyio.fail_after(WAIT):
+                port = int((await server.stdout.receive()).decode())
+            done = await anyio.run_process([*launcher, "python3", "-c", CLIENT, str(port)], env=env, cwd=work)
+            assert done.stdout == b"pong\n"
+            server.kill()
+    finally:
+        assert holder.stdin is not None
+        await holder.stdin.aclose()
+        with anyio.fail_after(WAIT):
+            assert await holder.wait() == 0
+        await holder.aclose()
