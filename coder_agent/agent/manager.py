@@ -13,6 +13,7 @@ ACP about it (parsing params, answering, replaying to the client) stays in `acp.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -407,7 +408,7 @@ async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: T
     hooks = McpRequests(session, runner).hooks()
     state, services = session.state, session.services
     sandbox = services.sandbox if state.config.sandbox.mcp_servers else None
-    wrap = sandbox.launch if sandbox is not None else None
+    wrap = functools.partial(sandbox.launch, shared_network=False) if sandbox is not None else None
     hub = McpHub(task_group=services.tasks, roots=state.roots, hooks=hooks, wrap_command=wrap)
     services.mcp = hub
     services.closers.append(hub.aclose)

@@ -130,15 +130,16 @@ class CommandSandbox:
         linux = support.kind == "landlock"
         spawner = ForkServerSpawner(tasks) if linux else None
         pids_group = await anyio.to_thread.run_sync(make_pids_group, walls.max_processes) if linux else None
-        network = SessionNetwork(proxy_socket) if linux else None
+        network = SessionNetwork(proxy_socket, pids_group) if linux else None
         return cls(walls, support, folder, proxy, spawner, pids_group, network)
 
-    async def launch(self, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        """The command line and environment additions that run `argv` inside the walls (on Linux, in the session's
-        network, started for the first command that needs it)."""
+    async def launch(self, argv: Sequence[str], *, shared_network: bool = True) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment additions that run `argv` inside the walls: on Linux in the session's
+        network (started for the first command that needs it), or with `shared_network=False` in one of its own
+        (an MCP server: what it listens on must not be a way around its tools' permission questions)."""
         env = self.walls.environment()
         spec = self.walls.spec(self.pids_group)
-        shared = await self.network.entry() if self.network is not None else None
+        shared = await self.network.entry() if self.network is not None and shared_network else None
         if shared is not None:
             spec["network"] = [shared]
         if self.support.kind == "seatbelt":

@@ -1,7 +1,7 @@
 """The sandbox's launcher: `python -I -S enter.py -- COMMAND...` puts up the walls around itself, then becomes the
 command (`exec`), so the command and everything it starts stay inside. `enter.py --serve FD` is the fork server
 instead (`sandbox/forkserver.py`), which does the same for many commands without starting Python for each, and
-`enter.py --network [PROXY_SOCKET]` holds a session's network namespace, which its commands join
+`enter.py --network [--proxy SOCKET] [--cgroup DIR]` holds a session's network namespace, which its commands join
 (`sandbox/network.py`).
 
 It runs without site-packages (`-I -S`: fast, and nothing from the environment is imported), so it finds its own
@@ -28,11 +28,14 @@ def main(argv: list[str]) -> None:
 
         forkserver.serve(int(argv[1]))
         return
-    if argv[:1] == ["--network"] and len(argv) <= 2:
-        _hold_network(argv[1] if len(argv) == 2 else None)
-        return
+    if argv[:1] == ["--network"] and len(argv) % 2 == 1:
+        options = dict(zip(argv[1::2], argv[2::2], strict=True))
+        if set(options) <= {"--proxy", "--cgroup"}:
+            _hold_network(options.get("--proxy"), options.get("--cgroup"))
+            return
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        _fail(FAILURE_MARK, "usage: enter.py -- COMMAND [ARGS...] | enter.py --serve FD | enter.py --network [SOCKET]")
+        usage = "enter.py -- COMMAND [ARGS...] | --serve FD | --network [--proxy SOCKET] [--cgroup DIR]"
+        _fail(FAILURE_MARK, f"usage: {usage}")
     command = argv[argv.index("--") + 1 :]
     raw = os.environ.pop(SPEC_VARIABLE, None)
     if raw is None:
@@ -54,20 +57,35 @@ def main(argv: list[str]) -> None:
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
-def _hold_network(proxy_socket: str | None) -> None:
-    """The session's network: put it up, say `ready` (or the failure) on stdout, then wait for stdin to close (the
-    agent closing the session, or gone)."""
+def _hold_network(proxy_socket: str | None, cgroup: str | None) -> None:
+    """The session's network: put it up, say `ready COOKIE` (or the failure) on stdout, then wait for stdin to close
+    (the agent closing the session, or gone) and end the forwarder with it; a forwarder that ended by itself ends
+    the holder too (the agent starts another network for the next command)."""
+    import select
+    import signal as signals
+
     from coder_agent.sandbox import linux
     from coder_agent.sandbox.spec import FAILURE_MARK, FAILURE_STATUS
 
     try:
-        linux.hold_network(proxy_socket)
+        cookie, forwarder = linux.hold_network(proxy_socket, cgroup)
+        watched = [0] if forwarder is None else [0, os.pidfd_open(forwarder)]
     except (linux.Failure, OSError) as exc:
         os.write(1, f"{FAILURE_MARK} {exc}\n".encode())
         os._exit(FAILURE_STATUS)
-    os.write(1, b"ready\n")
-    while os.read(0, 512):
-        pass
+    os.write(1, f"ready {cookie}\n".encode())
+    status = 0
+    while True:
+        ready = select.select(watched, [], [])[0]
+        if 0 not in ready:
+            status = 1  # the forwarder is gone
+            break
+        if not os.read(0, 512):
+            break
+    if forwarder is not None:
+        os.kill(forwarder, signals.SIGKILL)
+        os.waitpid(forwarder, 0)
+    os._exit(status)
 
 
 def _fail(mark: str, message: str) -> NoReturn:

@@ -12,8 +12,12 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 BUFFER = 65536
+MAX_RELAYS = 64
+"""Connections relayed at once (two threads each)."""
+PAUSE = 0.05
 
 
 def listen(port: int) -> socket.socket:
@@ -25,26 +29,38 @@ def listen(port: int) -> socket.socket:
 
 
 def serve(listener: socket.socket, proxy_socket: str) -> None:
-    """Accept forever (the process ends with the command), one relay per connection."""
+    """Accept forever (the process ends with its parent), one relay per connection, at most `MAX_RELAYS` at once
+    (the others wait in the listen queue). Nothing a client does ends it: when descriptors or threads run out
+    (a command holding connections open), the connection is dropped and the forwarder goes on."""
+    slots = threading.BoundedSemaphore(MAX_RELAYS)
     while True:
-        client, _ = listener.accept()
-        threading.Thread(target=_relay, args=(client, proxy_socket), daemon=True).start()
+        slots.acquire()
+        try:
+            client, _ = listener.accept()
+        except OSError:  # EMFILE, ENFILE, ENOBUFS, ECONNABORTED: a moment, then on
+            slots.release()
+            time.sleep(PAUSE)
+            continue
+        try:
+            threading.Thread(target=_relay, args=(client, proxy_socket, slots), daemon=True).start()
+        except RuntimeError:  # no thread to be had
+            client.close()
+            slots.release()
+            time.sleep(PAUSE)
 
 
-def _relay(client: socket.socket, proxy_socket: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _relay(client: socket.socket, proxy_socket: str, slots: threading.BoundedSemaphore) -> None:
     try:
-        upstream.connect(proxy_socket)
-    except OSError:
-        client.close()
-        upstream.close()
-        return
-    done = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    done.start()
-    _pump(client, upstream)
-    done.join()
-    client.close()
-    upstream.close()
+        with client, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as upstream:
+            upstream.connect(proxy_socket)
+            back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+            back.start()
+            _pump(client, upstream)
+            back.join()
+    except (OSError, RuntimeError):
+        pass
+    finally:
+        slots.release()
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:

@@ -48,6 +48,8 @@ PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_PDEATHSIG = 38, 24,
 SECCOMP_MODE_FILTER = 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NPROC = 1, 4, 6
+SOL_SOCKET, SO_NETNS_COOKIE = 1, 71
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 ROOT_CAPABILITIES_DROPPED = (
     2,  # DAC_READ_SEARCH (open_by_handle_at)
@@ -140,51 +142,87 @@ def enter(spec: Spec) -> None:
     _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
 
 
-def hold_network(proxy_socket: str | None) -> None:
-    """Become a session's network (`enter.py --network`): a network namespace of its own (in a user namespace of
-    its own when not root) with its loopback up and, with `proxy_socket`, the proxy's forwarder listening in it;
-    then no_new_privs and a seccomp filter, for the rest of its life is waiting."""
+def hold_network(proxy_socket: str | None, cgroup: str | None) -> tuple[int, int | None]:
+    """Become a session's network (`enter.py --network`): the session's pids cgroup joined (its forwarder's threads
+    count there), a network namespace of its own (in a user namespace of its own when not root) with its loopback
+    up and, with `proxy_socket`, the proxy's forwarder listening in it; then no capabilities, no_new_privs and a
+    seccomp filter. The namespace's cookie (never reused while the machine runs) and the forwarder's pid."""
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
+    _join_cgroup({"cgroup": [cgroup]} if cgroup else {})
     _namespaces(CLONE_NEWNET)
     _loopback_up()
-    families = frozenset({seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK})
-    if proxy_socket is not None:
-        _start_forwarder(proxy_socket, arch, families | {seccomp.AF_UNIX})
+    cookie = _netns_cookie()
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    _drop_capabilities()
+    families = frozenset({seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK})
+    forwarder = None
+    if proxy_socket is not None:
+        forwarder = _start_forwarder(proxy_socket, arch, families | {seccomp.AF_UNIX}, keep_listener=True)
     _install_seccomp(seccomp.filter_program(arch, families))
+    return cookie, forwarder
 
 
 def _join_network(entry: str) -> None:
-    """Join the session's network (`network` in the spec: the holder's pid, then its network namespace's and, when
-    it made one, its user namespace's `device:inode`). The namespaces are opened through /proc and then checked
-    by what they are, not by the pid: a holder that died and whose pid came back as another process fails here."""
-    pid, *names = entry.split(":")
-    if len(names) not in (2, 4) or not pid.isdigit():
+    """Join the session's network (`network` in the spec: the holder's pid and start time, its network namespace's
+    cookie, and `user` when it made a user namespace too). The namespaces are opened through /proc, then the pid is
+    checked to be the holder still (its start time: a holder that died and whose pid came back as another process
+    is refused), and once joined, the namespace is checked to be the one the holder made (its cookie)."""
+    pid, started, cookie, *user = entry.split(":")
+    if not (pid.isdigit() and started.isdigit() and cookie.isdigit()) or user not in ([], ["user"]):
         raise Failure(f"the session's network is malformed ({entry!r})")
-    net = _namespace_file(pid, "net", names[0], names[1])
-    user = _namespace_file(pid, "user", names[2], names[3]) if len(names) == 4 else None
+    net = _namespace_file(pid, "net")
+    fds = [net, *([_namespace_file(pid, "user")] if user else [])]
     try:
-        if user is not None:
-            _check(_libc.setns(user, CLONE_NEWUSER), "joining the session's user namespace (setns)")
+        if start_time(int(pid)) != int(started):
+            raise Failure(f"the session's network is gone (process {pid} is not its holder any more)")
+        if user:
+            _check(_libc.setns(fds[1], CLONE_NEWUSER), "joining the session's user namespace (setns)")
         _check(_libc.setns(net, CLONE_NEWNET), "joining the session's network namespace (setns)")
     finally:
-        for fd in (net, user):
-            if fd is not None:
-                os.close(fd)
+        for fd in fds:
+            os.close(fd)
+    if _netns_cookie() != int(cookie):
+        raise Failure("the session's network is gone (the namespace joined is another one)")
 
 
-def _namespace_file(pid: str, kind: str, device: str, inode: str) -> int:
+def _namespace_file(pid: str, kind: str) -> int:
     try:
-        fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise Failure(f"the session's network is gone ({kind} namespace: {exc.strerror})") from None
-    found = os.fstat(fd)
-    if f"{found.st_dev}:{found.st_ino}" != f"{device}:{inode}":
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks after boot: with the pid, what names one process for good)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    return int(fields[19])  # field 22, counted from the state (field 3)
+
+
+def _netns_cookie() -> int:
+    """The current network namespace's cookie (SO_NETNS_COOKIE), which no other namespace ever has."""
+    fd = _check(_libc.socket(1, 2, 0), "a socket to read the network namespace's cookie")  # AF_UNIX, SOCK_DGRAM
+    try:
+        value, size = ctypes.c_uint64(0), ctypes.c_uint32(8)
+        _check(
+            _libc.getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, ctypes.byref(value), ctypes.byref(size)),
+            "reading the network namespace's cookie",
+        )
+        return int(value.value)
+    finally:
         os.close(fd)
-        raise Failure(f"the session's network is gone (process {pid} is in another {kind} namespace now)")
-    return fd
+
+
+def _drop_capabilities() -> None:
+    """No capabilities left at all (the holder needs none once its namespace is up)."""
+    header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)
+    _check(_libc.capset(header, data), "dropping the capabilities")
 
 
 def _unshare_rest() -> None:
@@ -311,18 +349,20 @@ def _loopback_up() -> None:
         os.close(fd)
 
 
-def _start_forwarder(socket_path: str, arch: str, families: frozenset[int]) -> None:
-    """Fork the forwarder: it listens on 127.0.0.1:PROXY_PORT here and relays to the agent's proxy.
+def _start_forwarder(socket_path: str, arch: str, families: frozenset[int], *, keep_listener: bool = False) -> int:
+    """Fork the forwarder: it listens on 127.0.0.1:PROXY_PORT here and relays to the agent's proxy; its pid.
 
-    It is forked inside the Landlock domain (so the command's death may signal it: a domain cannot signal a process
-    outside it, the kernel's parent-death signal included), under a seccomp filter of its own that lets it open the
-    UNIX socket to the proxy and nothing the command's filter forbids otherwise."""
+    A command's own forwarder is forked inside the Landlock domain (so the command's death may signal it: a domain
+    cannot signal a process outside it, the kernel's parent-death signal included), under a seccomp filter of its
+    own that lets it open the UNIX socket to the proxy and nothing the command's filter forbids otherwise. The
+    session's holder keeps the listening socket too (`keep_listener`), so the port stays the forwarder's even if
+    the forwarder ends: no command can take it and read what the others send the proxy."""
     from coder_agent.sandbox import forwarder  # only when the network goes through the proxy
 
     listener = forwarder.listen(PROXY_PORT)
     parent = os.getpid()
     pid = os.fork()
-    if pid == 0:  # the forwarder: ends when the command (its parent, after exec) ends
+    if pid == 0:  # the forwarder: ends when its parent (the command after exec, or the holder) ends
         try:
             _prctl(PR_SET_PDEATHSIG, 9)
             if os.getppid() == parent:
@@ -330,7 +370,9 @@ def _start_forwarder(socket_path: str, arch: str, families: frozenset[int]) -> N
                 forwarder.serve(listener, socket_path)
         finally:
             os._exit(0)
-    listener.close()
+    if not keep_listener:
+        listener.close()
+    return pid
 
 
 def _limits(spec: Spec) -> None:

@@ -8,11 +8,11 @@ in it when the network goes through the proxy, says `ready`, and then waits for 
 when the session's first command needs it, and ended with the session; it is a process group the reaper knows, so
 a killed agent leaves nothing behind either.
 
-`entry()` is what a command's walls say to join it (`network` in the spec): the holder's pid and the identities
-(`device:inode`) of its namespaces, which the launcher checks on the files it opened, so a pid that came back as
-another process is refused (fail closed), never joined. A holder that died is started again for the next command.
-A holder that cannot start at all (for instance the namespace is refused) is not a hole: the commands then get a
-network namespace of their own each, as walled as before, and the log says why.
+`entry()` is what a command's walls say to join it (`network` in the spec): the holder's pid and start time (so a
+pid that came back as another process is refused, never joined) and the namespace's cookie, which the launcher
+checks once it joined (fail closed). A holder that died, or whose forwarder did, is started again for the next
+command. A holder that cannot start is not a hole: the commands then get a network namespace of their own each,
+as walled as before (tried again after `RETRY_AFTER`), and the log says why.
 """
 
 from __future__ import annotations
@@ -34,15 +34,20 @@ log = logging.getLogger(__name__)
 
 READY_WAIT = 20.0
 """How long the holder gets to say it is ready (a Python start, on a loaded machine)."""
+RETRY_AFTER = 30.0
+"""After a holder could not start, how long the session's commands get a network each before it is tried again."""
 
 
 class SessionNetwork:
     """A session's network namespace and the process that holds it (see the module docstring)."""
 
-    def __init__(self, proxy_socket: Path | None) -> None:
+    def __init__(self, proxy_socket: Path | None, cgroup: Path | None) -> None:
         self.proxy_socket = proxy_socket
+        self.cgroup = cgroup
+        """The session's pids cgroup (a root agent), which the holder joins: its forwarder's threads count there."""
         self.problem: str | None = None
         """Why the session's commands do not share a network (None: they do, or have not needed it yet)."""
+        self._failed_at = 0.0
         self._holder: Process | None = None
         self._entry: str | None = None
         self._lock = anyio.Lock()
@@ -57,28 +62,32 @@ class SessionNetwork:
         async with self._lock:
             if self._holder is not None and self._holder.returncode is None:
                 return self._entry
-            if self.problem is not None:
+            if self.problem is not None and anyio.current_time() - self._failed_at < RETRY_AFTER:
                 return None
             await self._drop()
             try:
                 self._holder, self._entry = await self._start()
             except _Unavailable as exc:
-                self.problem = str(exc)
+                self.problem, self._failed_at = str(exc), anyio.current_time()
                 log.warning("sandboxed commands get a network each, not one shared by the session: %s", exc)
                 return None
+            self.problem = None
             return self._entry
 
     async def _start(self) -> tuple[Process, str]:
-        argv = [*launcher_argv(), "--network", *([str(self.proxy_socket)] if self.proxy_socket else [])]
+        argv = [*launcher_argv(), "--network"]
+        argv += ["--proxy", str(self.proxy_socket)] if self.proxy_socket is not None else []
+        argv += ["--cgroup", str(self.cgroup)] if self.cgroup is not None else []
         try:
             holder = await spawn_group(argv, env=child_environ(), stderr=None)
         except OSError as exc:
             raise _Unavailable(f"its holder did not start: {exc.strerror or exc}") from None
         try:
             said = await self._first_line(holder)
-            if said != "ready":
+            word, _, cookie = said.partition(" ")
+            if word != "ready" or not cookie.isdigit():
                 raise _Unavailable(said.removeprefix(FAILURE_MARK).strip() or "its holder ended before it was ready")
-            return holder, _entry_of(holder.pid)
+            return holder, _entry_of(holder.pid, int(cookie))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stop_group(holder, grace=1.0)
@@ -113,17 +122,23 @@ class _Unavailable(Exception):
     """The session's network could not be had; the message says why."""
 
 
-def _entry_of(pid: int) -> str:
-    """`pid:net-device:net-inode[:user-device:user-inode]`, the user namespace only when the holder made one.
-    A holder still in the agent's own network namespace would make the walls no walls: refused."""
+def _entry_of(pid: int, cookie: int) -> str:
+    """`pid:start-time:cookie[:user]` (`user` when the holder made a user namespace too), what the launcher checks
+    the holder and its namespace by. A holder still in the agent's own network namespace would make the walls no
+    walls: refused."""
+    from coder_agent.sandbox.linux import start_time  # Linux's, as this whole module
+
     try:
         net, user = (os.stat(f"/proc/{pid}/ns/{kind}") for kind in ("net", "user"))
         own_net, own_user = (os.stat(f"/proc/self/ns/{kind}") for kind in ("net", "user"))
     except OSError as exc:
         raise _Unavailable(f"its namespaces could not be read: {exc.strerror}") from None
+    started = start_time(pid)
+    if started is None:
+        raise _Unavailable("its holder ended before it was ready")
     if (net.st_dev, net.st_ino) == (own_net.st_dev, own_net.st_ino):
         raise _Unavailable("its holder is in the agent's own network namespace")
-    entry = f"{pid}:{net.st_dev}:{net.st_ino}"
+    entry = f"{pid}:{started}:{cookie}"
     if (user.st_dev, user.st_ino) != (own_user.st_dev, own_user.st_ino):
-        entry += f":{user.st_dev}:{user.st_ino}"
+        entry += ":user"
     return entry

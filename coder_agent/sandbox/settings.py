@@ -76,7 +76,8 @@ class SandboxConfig(BaseModel):
     rights (and the `auto` mode is not offered)."""
 
     network: Literal["off", "proxy"] = "off"
-    """"off": a sandboxed command reaches no network (servers it starts on 127.0.0.1 work, privately).
+    """"off": a sandboxed command reaches no network (servers the session's commands start on 127.0.0.1 reach
+    each other, and nothing else does).
     "proxy": it reaches the hosts in `allow_hosts`, through the agent's proxy, and nothing else."""
 
     allow_hosts: list[str] = Field(default_factory=list)
@@ -105,7 +106,7 @@ class SandboxConfig(BaseModel):
 
     mcp_servers: bool = False
     """Also start the editor's stdio MCP servers inside the sandbox (they then reach no network unless `network`
-    is "proxy" and their hosts are allowed)."""
+    is "proxy" and their hosts are allowed; each has a loopback of its own, out of the commands' reach)."""
 
     @field_validator("allow_hosts")
     @classmethod

@@ -134,6 +134,8 @@ async def test_another_sessions_commands_cannot_reach_it(work: Path, tasks: anyi
 
 
 async def test_the_holder_is_out_of_reach_and_ends_with_the_session(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    if probe.check().landlock_abi < 6:
+        pytest.skip("signals are scoped from Landlock ABI 6 (before, a killed holder is started again)")
     sandbox = await opened(work, tasks)
     assert sandbox.network is not None
     try:
@@ -200,7 +202,7 @@ async def test_a_namespace_that_is_not_the_sessions_any_more_runs_nothing(
             )
             assert done.returncode == 125, done.stderr
             assert "the session's network is gone" in done.stderr.decode()
-        walls["network"] = [f"{holder}:1:2"]
+        walls["network"] = [":".join([holder, identity[0], "12345"])]  # the holder, but another namespace's cookie
         done = await anyio.run_process(
             argv, env={**child_environ(), **env, SPEC_VARIABLE: encode(walls)}, cwd=work, check=False
         )
@@ -224,9 +226,10 @@ async def joined_as_nobody(work: Path) -> None:
     try:
         assert holder.stdout is not None
         with anyio.fail_after(WAIT):
-            assert await holder.stdout.receive() == b"ready\n"
-        entry = _entry_of(holder.pid)
-        assert len(entry.split(":")) == 5, "a user namespace besides the network one"
+            word, cookie = (await holder.stdout.receive()).decode().split()
+        assert word == "ready"
+        entry = _entry_of(holder.pid, int(cookie))
+        assert entry.endswith(":user"), "a user namespace besides the network one"
         walls = {"write": [str(work)], "network": [entry], "max_processes": ["64"], "max_file_bytes": ["1000000"]}
         env = {**child_environ(), SPEC_VARIABLE: encode(walls)}
         launcher = [*as_nobody, *probe.launcher_argv(), "--"]
@@ -245,3 +248,22 @@ async def joined_as_nobody(work: Path) -> None:
         with anyio.fail_after(WAIT):
             assert await holder.wait() == 0
         await holder.aclose()
+
+
+async def test_an_mcp_servers_ports_are_out_of_the_sessions_commands_reach(
+    work: Path, tasks: anyio.abc.TaskGroup
+) -> None:
+    """A sandboxed MCP server gets a network of its own (`shared_network=False`): a port it listens on (a browser's
+    debugging port, say) must not let `run_command` around its tools' permission questions."""
+    sandbox = await opened(work, tasks)
+    try:
+        argv, env = await sandbox.launch(["python3", "-c", SERVER], shared_network=False)
+        async with await anyio.open_process(argv, env={**child_environ(), **env}, cwd=work, stderr=None) as server:
+            assert server.stdout is not None
+            with anyio.fail_after(WAIT):
+                port = int((await server.stdout.receive()).decode())
+            code, output = await through_launcher(sandbox, work, ["python3", "-c", CLIENT, str(port)])
+            assert output.startswith("refused: Connection refused"), output
+            server.kill()
+    finally:
+        await sandbox.aclose()

@@ -1,19 +1,13 @@
 """Attacks on the session's shared network namespace (the holder, `enter.py --network`, and the commands that join
 it), run for real from inside sandboxed commands, as the model would run them.
 
-The rows that pass are walls that held (regression tests); the ones that fail are holes found in review of
-de29670 (each says how it gets through):
-
-- a connect flood on the forwarder's port (3128) kills the session's one forwarder for good (its accept() fails
-  with EMFILE, or its thread start with "can't start new thread", and nothing catches it); the holder lives on, so
-  it is never started again, the session has no proxy any more, and a command can bind 127.0.0.1:3128 and read
-  what every later command (and sandboxed MCP server) sends its `HTTP_PROXY`;
-- the forwarder's threads (two per connection) run in the holder, outside the session's pids cgroup (and outside
-  RLIMIT_NPROC), so a command makes the machine run as many threads as it holds connections, past
-  `max_processes` (pid_max is 32768 here: the machine's whole pid space is in reach);
-- the launcher's "identity" check compares namespace inode numbers, which the kernel recycles (the lowest free
-  one, as soon as a namespace is freed): a holder that died, whose pid came back as a process in a namespace with
-  the recycled number, is joined.
+Every row is a wall that must hold. The last three were holes a review of the first version found, now closed:
+a connect flood on the forwarder's port (3128) ended the session's one forwarder for good, after which a command
+could bind the port and read what later commands sent their `HTTP_PROXY` (the forwarder now survives running out of
+descriptors or threads, relays at most `MAX_RELAYS` at once, and the holder keeps the port, and ends when its
+forwarder does); the forwarder's threads ran outside the session's pids cgroup (the holder joins it now); and the
+launcher checked the holder's namespaces by inode numbers, which the kernel recycles (it now checks the holder's
+start time and the namespace's cookie).
 """
 
 from __future__ import annotations
@@ -38,7 +32,7 @@ from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.network import _entry_of
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.spec import SPEC_VARIABLE, decode, encode
+from coder_agent.sandbox.spec import SPEC_VARIABLE, encode
 from coder_agent.secrets import child_environ
 from tests.support.processes import alive
 
@@ -362,6 +356,8 @@ async def test_a_command_cannot_leave_the_sessions_network(work: Path, tasks: an
 
 
 async def test_the_holder_cannot_be_limited_signalled_traced_or_read(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    if probe.check().landlock_abi < 6:
+        pytest.skip("signals are scoped from Landlock ABI 6")
     async with session(work, tasks) as sandbox:
         holder = await holder_of(sandbox)
         assert await said(sandbox, work, TOUCH_HOLDER, holder) == TOUCHED
@@ -372,6 +368,8 @@ async def test_the_holder_cannot_be_limited_signalled_traced_or_read(work: Path,
 async def test_the_forwarder_is_out_of_reach_and_holds_the_proxy_port(work: Path, tasks: anyio.abc.TaskGroup) -> None:
     """The holder's forwarder listens before any command runs (no command binds 3128 first), and no command can
     signal, trace, limit or read it."""
+    if probe.check().landlock_abi < 6:
+        pytest.skip("signals are scoped from Landlock ABI 6")
     async with session(work, tasks, network="proxy") as sandbox:
         forwarder = forwarder_of(await holder_of(sandbox))
         assert await said(sandbox, work, SQUAT) == {"bind": "Address already in use"}
@@ -434,10 +432,11 @@ async def test_an_unprivileged_command_has_no_capability_in_the_sessions_user_na
         try:
             assert holder.stdout is not None
             with anyio.fail_after(WAIT):
-                assert await holder.stdout.receive() == b"ready\n"
+                word, cookie = (await holder.stdout.receive()).decode().split()
+                assert word == "ready"
             walls = {
                 "write": [folder],
-                "network": [_entry_of(holder.pid)],
+                "network": [_entry_of(holder.pid, int(cookie))],
                 "max_processes": ["64"],
                 "max_file_bytes": ["1000000"],
             }
@@ -470,18 +469,17 @@ async def test_an_unprivileged_command_has_no_capability_in_the_sessions_user_na
             await holder.aclose()
 
 
-# Holes.
+# Holes the review found, closed.
 
 
 async def test_a_connect_flood_leaves_the_forwarder_serving_and_the_proxy_port_the_holders(
     work: Path, tasks: anyio.abc.TaskGroup
 ) -> None:
-    """HOLE. The holder's forwarder is the session's one way out; a command that holds connections to it until its
-    accept() fails (EMFILE here; with a high limit, its thread start fails first, with the machine's pids nearly
-    gone) ends it for good: `forwarder.serve` catches nothing, the holder lives on (so it is not started again), the
-    session has no proxy any more, and a command can bind 127.0.0.1:3128 and read what every later command sends
-    its HTTP_PROXY. (The holder gets a low descriptor limit here so that the flood is small: an agent started
-    with the usual soft limit of 1024 falls to about 510 connections.)"""
+    """The holder's forwarder is the session's one way out. A command that holds connections to it until its
+    accept() fails (EMFILE here; with a high limit, its thread start) must not end it (it drops that connection and
+    serves on, at most `MAX_RELAYS` at once), and the port stays the holder's, so no command can take it and read
+    what every later command sends its HTTP_PROXY. (The holder gets a low descriptor limit here so that the flood
+    is small.)"""
     async with session(work, tasks, network="proxy") as sandbox:
         assert sandbox.network is not None
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -505,9 +503,8 @@ async def test_a_connect_flood_leaves_the_forwarder_serving_and_the_proxy_port_t
 async def test_the_forwarders_threads_count_against_the_sessions_processes(
     work: Path, tasks: anyio.abc.TaskGroup
 ) -> None:
-    """HOLE. Every connection to 3128 is two threads in the holder's forwarder, which is outside the session's pids
-    cgroup (the holder never joins it; before de29670 the forwarder was forked by the command after it joined):
-    a command holding connections runs threads on the machine past `max_processes`, up to the machine's pid_max."""
+    """Every connection to 3128 is two threads in the holder's forwarder: the holder joins the session's pids
+    cgroup, so they count against `max_processes` (and the forwarder relays at most `MAX_RELAYS` at once)."""
     async with session(work, tasks, network="proxy", max_processes=16) as sandbox:
         if sandbox.pids_group is None:
             pytest.skip("no pids cgroup for the session here")
@@ -524,27 +521,20 @@ async def test_the_forwarders_threads_count_against_the_sessions_processes(
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="forcing a pid back needs root (ns_last_pid)")
-async def test_a_recycled_pid_in_a_namespace_with_a_recycled_number_is_not_joined(
-    work: Path, tasks: anyio.abc.TaskGroup
-) -> None:
-    """HOLE. The launcher checks the holder's namespaces by device:inode, but nsfs inode numbers are recycled (the
-    kernel hands out the lowest free one as soon as a namespace is freed): when the holder died and its pid came
-    back as a process in a namespace that got the dead one's number, a command with the old walls joins that
-    namespace (another session's, or any). Here the pid is forced back with ns_last_pid; a session's own commands
-    can cycle the pids (pid_max is 32768 here) and the number comes back by itself. (A fix: compare the network
-    namespace's cookie, SO_NETNS_COOKIE, which is never reused, or the holder's start time from /proc/PID/stat
-    after opening its namespaces.)"""
+async def test_a_recycled_holder_pid_is_not_joined(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    """When the holder died and its pid came back as another process (in a namespace of its own: another
+    session's, or anything), a command with the old walls must not join that: the launcher checks the pid's start
+    time after opening its namespaces, and the namespace's cookie (SO_NETNS_COOKIE, never reused) once joined.
+    Here the pid is forced back with ns_last_pid; a session's own commands could cycle the pids."""
     async with session(work, tasks) as sandbox:
         assert sandbox.network is not None
         holder = await holder_of(sandbox)
         argv, env = await sandbox.launch(["python3", "-c", LO_UP])
-        entry = decode(env[SPEC_VARIABLE])["network"][0]
-        _, device, inode = entry.split(":")
         os.kill(holder, signal.SIGKILL)
         with anyio.fail_after(WAIT):
             while sandbox.network.holder_pid is not None or state_of(holder) is not None:
                 await anyio.sleep(0.01)
-        impostor = await anyio.to_thread.run_sync(_impostor, holder, f"{device}:{inode}")
+        impostor = await anyio.to_thread.run_sync(_impostor, holder, None)
         if impostor is None:
             pytest.skip("the pid and the namespace number did not both come back in time (a busy machine)")
         try:
@@ -555,8 +545,8 @@ async def test_a_recycled_pid_in_a_namespace_with_a_recycled_number_is_not_joine
             impostor.wait()
 
 
-def _impostor(pid: int, identity: str) -> subprocess.Popen[bytes] | None:
-    """A process at `pid` in a new network namespace numbered `identity`, or None within 5 s."""
+def _impostor(pid: int, identity: str | None) -> subprocess.Popen[bytes] | None:
+    """A process at `pid` in a new network namespace (numbered `identity`, when given), or None within 5 s."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
@@ -568,7 +558,7 @@ def _impostor(pid: int, identity: str) -> subprocess.Popen[bytes] | None:
                 with contextlib.suppress(OSError):
                     found = os.stat(f"/proc/{pid}/ns/net")
                     if found.st_ino != own:
-                        if f"{found.st_dev}:{found.st_ino}" == identity:
+                        if identity is None or f"{found.st_dev}:{found.st_ino}" == identity:
                             return process
                         break
                 time.sleep(0.002)
