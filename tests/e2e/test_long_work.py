@@ -103,6 +103,8 @@ async def test_in_auto_a_sandboxed_dev_server_is_reached_by_the_sessions_next_co
             Reply.tool("job_wait", {"job_id": 1, "until": "Serving HTTP", "timeout_ms": 30000}),
             Reply.tool("run_command", {"command": get}),
             Reply("It serves the page."),
+            Reply.tool("job_kill", {"job_id": 1}),
+            Reply("Stopped."),
         ]
     )
     async with spawned_agent(tmp_path, llm=fake_llm) as agent:
@@ -121,9 +123,10 @@ async def test_in_auto_a_sandboxed_dev_server_is_reached_by_the_sessions_next_co
                 await client.wait_for(lambda: "It serves the page." in client.agent_text(session), timeout=WAIT)
                 with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
                     pass  # while the job still runs: its loopback is not the machine's
+            fetched = tool_results(fake_llm.last_request)[2]
+            assert await client.prompt(session, "stop it", timeout=WAIT) == "end_turn"  # no job left at the end
         finally:
             await editor.aclose()
-    started, _, fetched = tool_results(fake_llm.last_request)
     assert editor.permission_requests == []
     assert "Hello from the sandboxed job" in fetched, fetched
 
