@@ -48,6 +48,7 @@ class SessionNetwork:
         self.problem: str | None = None
         """Why the session's commands do not share a network (None: they do, or have not needed it yet)."""
         self._failed_at = 0.0
+        self._closed = False
         self._holder: Process | None = None
         self._entry: str | None = None
         self._lock = anyio.Lock()
@@ -60,6 +61,8 @@ class SessionNetwork:
         """The spec's `network` value that joins the session's network, started if need be; None when it cannot be
         had (see `problem`): the command then gets a network of its own."""
         async with self._lock:
+            if self._closed:
+                return None  # the session is closing: no holder to outlive it
             if self._holder is not None and self._holder.returncode is None:
                 return self._entry
             if self.problem is not None and anyio.current_time() - self._failed_at < RETRY_AFTER:
@@ -115,6 +118,7 @@ class SessionNetwork:
     async def aclose(self) -> None:
         """End the holder (the namespace goes with the last process in it)."""
         async with self._lock:
+            self._closed = True
             await self._drop()
 
 

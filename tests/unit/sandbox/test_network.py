@@ -267,3 +267,18 @@ async def test_an_mcp_servers_ports_are_out_of_the_sessions_commands_reach(
             server.kill()
     finally:
         await sandbox.aclose()
+
+
+async def test_no_holder_is_started_once_the_session_closes(work: Path, tasks: anyio.abc.TaskGroup) -> None:
+    """A command launched while the session closes (a job racing the close) gets a network of its own, and no
+    holder is left to outlive the session."""
+    sandbox = await opened(work, tasks)
+    assert sandbox.network is not None
+    await sandbox.launch(["true"])
+    holder = sandbox.network.holder_pid
+    assert holder is not None
+    await sandbox.network.aclose()
+    _, env = await sandbox.launch(["true"])
+    assert "network" not in decode(env[SPEC_VARIABLE]) and sandbox.network.holder_pid is None
+    await sandbox.aclose()
+    assert not alive(holder)
