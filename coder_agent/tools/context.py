@@ -130,6 +130,12 @@ class ToolContext:
     def action(self, kind: ToolKind, place: Place) -> Action:
         return Action(kind, places=(place,))
 
+    @property
+    def commands_have_own_loopback(self) -> bool:
+        """Whether the session's commands run in a network of their own (the Linux sandbox, not full-auto), whose
+        127.0.0.1 the agent's own requests (`fetch`) do not reach."""
+        return self._sandbox is not None and self._sandbox.network is not None and self.policy.mode != "full-auto"
+
     def command_action(self, command: str, outside_because: str | None = None) -> Action:
         """A command line, parsed, with the files it visibly writes resolved against the roots; where it will run:
         inside the session's sandbox, unless the session has none, the mode is full-auto, or it is to run outside

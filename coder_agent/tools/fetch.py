@@ -10,6 +10,13 @@ from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params
 
 
+SANDBOX_LOOPBACK = (
+    "A server that a sandboxed command or job started listens on the loopback of the session's commands, which "
+    "fetch does not reach (it runs in the agent, not in the sandbox): get the page with a command instead (for "
+    "example `curl -sS URL`)."
+)
+
+
 class FetchParams(Params):
     url: str = Field(description="The http:// or https:// URL to get.")
 
@@ -23,7 +30,7 @@ class Fetch(BuiltinTool):
         return f"Fetch {params.url}"
 
     async def prepare(self, params: FetchParams, ctx: ToolContext) -> Prepared:
-        from coder_agent.tools.webpage import fetch
+        from coder_agent.tools.webpage import FetchError, fetch
 
         target = await resolve_target(params.url)
 
@@ -37,7 +44,12 @@ class Fetch(BuiltinTool):
             return None if verdict.decision == "allow" else verdict.reason
 
         async def run() -> Outcome:
-            page = await fetch(target, may_follow)
+            try:
+                page = await fetch(target, may_follow)
+            except FetchError as exc:
+                if target.local is None or "loopback" not in target.local or not ctx.commands_have_own_loopback:
+                    raise
+                raise FetchError(f"{exc}\n{SANDBOX_LOOPBACK}") from None
             header = f"{page.url} (HTTP {page.status}, {page.content_type or 'unknown type'})"
             summary = f"Fetched {header}: {len(page.text):,} characters"
             return Outcome(f"{header}\n\n{page.text}", [text_content(summary)], failed=page.status >= 400)

@@ -140,3 +140,21 @@ async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path
         await client.prompt(result["sessionId"], "where is your temp folder?", timeout=60)
     tmpdir = _results(model)[0]
     assert "coder-agent-sandbox-" in tmpdir and tmpdir.endswith("/tmp")  # the session's private one
+
+
+async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_are(tmp_path: Path) -> None:
+    """In the Linux sandbox a job's server is on the session's own loopback: the model that fetches it from the
+    agent is told to use a command instead."""
+    import socket
+
+    if probe.check().kind != "landlock":
+        pytest.skip("the session's own loopback is Linux's")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]  # closed again: nothing listens there on the machine
+    model = ScriptedModel([Reply(calls=[Call("fetch", {"url": f"http://127.0.0.1:{port}/"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto") as (client, editor, session, work):
+        editor.permission_answers = ["allow_once"]  # a local address is always asked about
+        await client.prompt(session, "go")
+    result = _results(model)[0]
+    assert "fetch does not reach" in result and "curl" in result, result
