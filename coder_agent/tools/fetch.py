@@ -9,7 +9,6 @@ from coder_agent.tools.calls import Outcome, Prepared, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params
 
-
 SANDBOX_LOOPBACK = (
     "A server that a sandboxed command or job started listens on the loopback of the session's commands, which "
     "fetch does not reach (it runs in the agent, not in the sandbox): get the page with a command instead (for "
