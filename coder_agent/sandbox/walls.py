@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,7 +124,8 @@ class Walls:
         if self.network == "proxy":
             lines.append(f"network: through the proxy to {', '.join(self.hosts) or 'no host'}; nothing else")
         else:
-            lines.append("network: none (servers on 127.0.0.1 work, shared by the session's commands)")
+            shared = "the session's commands" if sys.platform == "linux" else "the machine (macOS has no private one)"
+            lines.append(f"network: none (servers on 127.0.0.1 work, their loopback shared with {shared})")
         if not self.unix_sockets:
             lines.append("UNIX sockets: none outside socketpair()")
         lines.append(f"limits: {self.max_processes} processes, files up to {self.max_file_bytes >> 20} MiB")
