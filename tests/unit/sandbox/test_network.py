@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -25,78 +23,23 @@ from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.spec import SPEC_VARIABLE, decode, encode
 from coder_agent.secrets import child_environ
 from tests.support.processes import alive
+from tests.support.sandbox_network import AS_NOBODY, CLIENT, SERVER, WAIT, first_line, stopped, through_launcher
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not probe.check().available, reason=f"no sandbox here: {probe.check().reason}"),
     pytest.mark.skipif(probe.check().kind != "landlock", reason="the shared network is Linux's"),
 ]
-WAIT = 30.0
-NOBODY = 65534
-SERVER = (
-    "import socket, sys\n"
-    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-    "print(s.getsockname()[1], flush=True)\n"
-    "while True:\n"
-    "    c = s.accept()[0]; c.sendall(b'pong'); c.close()\n"
-)
-CLIENT = (
-    "import socket, sys\n"
-    "try:\n"
-    "    print(socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5).recv(4).decode())\n"
-    "except OSError as exc:\n"
-    "    print('refused:', exc.strerror)\n"
-)
-
-
-@pytest.fixture
-async def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-async def tasks() -> AsyncIterator[anyio.abc.TaskGroup]:
-    async with anyio.create_task_group() as group:
-        yield group
-        group.cancel_scope.cancel()
 
 
 async def opened(work: Path, tasks: anyio.abc.TaskGroup, settings: SandboxConfig | None = None) -> CommandSandbox:
     return await CommandSandbox.open((work,), settings or SandboxConfig(max_processes=256), probe.check(), tasks)
 
 
-async def through_launcher(sandbox: CommandSandbox, work: Path, argv: list[str]) -> tuple[int, str]:
-    """As the editor's terminal runs a command: the launcher, with the walls in its environment."""
-    command, env = await sandbox.launch(argv)
-    done = await anyio.run_process(
-        command, env={**child_environ(), **env}, cwd=work, check=False, stderr=subprocess.STDOUT
-    )
-    return done.returncode, done.stdout.decode()
-
-
-async def first_line(process: PipedLeader) -> str:
-    assert process.stdout is not None
-    said = b""
-    with anyio.fail_after(WAIT):
-        async for chunk in process.stdout:
-            said += chunk
-            if b"\n" in said:
-                break
-    return said.decode().strip()
-
-
 async def started_server(sandbox: CommandSandbox, work: Path) -> tuple[PipedLeader, int]:
     """A server started like a local background job (through the fork server); its port."""
     process = await sandbox.start(["python3", "-c", SERVER], work, child_environ())
     return process, int(await first_line(process))
-
-
-async def stopped(process: PipedLeader) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    with anyio.fail_after(WAIT):
-        await process.wait()
 
 
 async def test_a_server_a_job_starts_is_reachable_from_the_sessions_next_commands_both_ways(
@@ -221,8 +164,7 @@ async def test_an_unprivileged_users_network_has_a_user_namespace_of_its_own() -
 
 
 async def joined_as_nobody(work: Path) -> None:
-    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-    holder = await anyio.open_process([*as_nobody, *probe.launcher_argv(), "--network"], stderr=None)
+    holder = await anyio.open_process([*AS_NOBODY, *probe.launcher_argv(), "--network"], stderr=None)
     try:
         assert holder.stdout is not None
         with anyio.fail_after(WAIT):
@@ -232,7 +174,7 @@ async def joined_as_nobody(work: Path) -> None:
         assert entry.endswith(":user"), "a user namespace besides the network one"
         walls = {"write": [str(work)], "network": [entry], "max_processes": ["64"], "max_file_bytes": ["1000000"]}
         env = {**child_environ(), SPEC_VARIABLE: encode(walls)}
-        launcher = [*as_nobody, *probe.launcher_argv(), "--"]
+        launcher = [*AS_NOBODY, *probe.launcher_argv(), "--"]
         async with await anyio.open_process(
             [*launcher, "python3", "-c", SERVER], env=env, cwd=work, stderr=None
         ) as server:

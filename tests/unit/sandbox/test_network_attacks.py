@@ -27,7 +27,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coder_agent.process import PipedLeader
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.network import _entry_of
@@ -35,33 +34,23 @@ from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.spec import SPEC_VARIABLE, encode
 from coder_agent.secrets import child_environ
 from tests.support.processes import alive
+from tests.support.sandbox_network import (
+    AS_NOBODY,
+    WAIT,
+    first_line,
+    stopped,
+    through_launcher,
+)
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not probe.check().available, reason=f"no sandbox here: {probe.check().reason}"),
     pytest.mark.skipif(probe.check().kind != "landlock", reason="the shared network is Linux's"),
 ]
-WAIT = 30.0
-NOBODY = 65534
-AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
 ROOT_WITH_SETPRIV = pytest.mark.skipif(
     os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
 )
 
-SERVER = (
-    "import socket\n"
-    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-    "print(s.getsockname()[1], flush=True)\n"
-    "while True:\n"
-    "    c = s.accept()[0]; c.sendall(b'pong'); c.close()\n"
-)
-CLIENT = (
-    "import socket, sys\n"
-    "try:\n"
-    "    print(socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5).recv(4).decode())\n"
-    "except OSError as exc:\n"
-    "    print('refused:', exc.strerror)\n"
-)
 LEAVE = """
 import ctypes, os, subprocess, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -256,20 +245,6 @@ ABSTRACT_CLIENT = (
 )
 
 
-@pytest.fixture
-async def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-async def tasks() -> AsyncIterator[anyio.abc.TaskGroup]:
-    async with anyio.create_task_group() as group:
-        yield group
-        group.cancel_scope.cancel()
-
-
 @contextlib.asynccontextmanager
 async def session(work: Path, tasks: anyio.abc.TaskGroup, **settings: object) -> AsyncIterator[CommandSandbox]:
     config = SandboxConfig(**{"max_processes": 256, **settings})  # type: ignore[arg-type]
@@ -288,37 +263,10 @@ async def holder_of(sandbox: CommandSandbox) -> int:
     return pid
 
 
-async def through_launcher(sandbox: CommandSandbox, work: Path, argv: list[str]) -> tuple[int, str]:
-    """As the editor's terminal runs a command: the launcher, with the walls in its environment."""
-    command, env = await sandbox.launch(argv)
-    done = await anyio.run_process(
-        command, env={**child_environ(), **env}, cwd=work, check=False, stderr=subprocess.STDOUT
-    )
-    return done.returncode, done.stdout.decode()
-
-
 async def said(sandbox: CommandSandbox, work: Path, script: str, *args: object) -> dict[str, str]:
     code, output = await through_launcher(sandbox, work, ["python3", "-c", script, *map(str, args)])
     assert code == 0, output
     return dict(line.split(" ", 1) for line in output.splitlines())
-
-
-async def first_line(process: PipedLeader) -> str:
-    assert process.stdout is not None
-    line = b""
-    with anyio.fail_after(WAIT):
-        async for chunk in process.stdout:
-            line += chunk
-            if b"\n" in line:
-                break
-    return line.decode().strip()
-
-
-async def stopped(process: PipedLeader) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with anyio.fail_after(WAIT):
-        await process.wait()
 
 
 def forwarder_of(holder: int) -> int:
