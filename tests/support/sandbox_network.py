@@ -1,5 +1,6 @@
 """What the tests of a session's shared network (`tests/unit/sandbox/test_network*.py`) run inside it: a tiny TCP
-server and client, a command through the launcher (as the editor's terminal runs it), and process helpers."""
+server and client, a command through the launcher (as the editor's terminal runs it), a network held as nobody, and
+process helpers."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from coder_agent.process import PipedLeader
+from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.network import _entry_of
+from coder_agent.sandbox.spec import SPEC_VARIABLE, encode
 from coder_agent.secrets import child_environ
 
 WAIT = 30.0
@@ -61,3 +68,37 @@ async def stopped(process: PipedLeader) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with anyio.fail_after(WAIT):
         await process.wait()
+
+
+@dataclass(frozen=True)
+class NobodysNetwork:
+    """A session's network held as `nobody`, with walls to join it from `folder` (open to nobody)."""
+
+    folder: Path
+    holder: int
+    entry: str
+    env: dict[str, str]
+    """The environment that runs a launcher (as nobody: `AS_NOBODY`) inside these walls."""
+
+
+@contextlib.asynccontextmanager
+async def held_as_nobody() -> AsyncIterator[NobodysNetwork]:
+    """The agent as an ordinary user would run it: the holder started as nobody (so it makes a user namespace too),
+    in a temporary folder open to nobody (pytest's own is not); the holder is closed as the agent closes it."""
+    with tempfile.TemporaryDirectory(prefix="coder-agent-test-") as folder:
+        os.chmod(folder, 0o777)
+        holder = await anyio.open_process([*AS_NOBODY, *probe.launcher_argv(), "--network"], stderr=None)
+        try:
+            assert holder.stdout is not None
+            with anyio.fail_after(WAIT):
+                word, cookie = (await holder.stdout.receive()).decode().split()
+            assert word == "ready"
+            entry = _entry_of(holder.pid, int(cookie))
+            walls = {"write": [folder], "network": [entry], "max_processes": ["64"], "max_file_bytes": ["1000000"]}
+            yield NobodysNetwork(Path(folder), holder.pid, entry, {**child_environ(), SPEC_VARIABLE: encode(walls)})
+        finally:
+            assert holder.stdin is not None
+            await holder.stdin.aclose()
+            with anyio.fail_after(WAIT):
+                assert await holder.wait() == 0
+            await holder.aclose()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -18,12 +17,20 @@ import pytest
 from coder_agent.process import PipedLeader
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
-from coder_agent.sandbox.network import _entry_of
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.spec import SPEC_VARIABLE, decode, encode
 from coder_agent.secrets import child_environ
 from tests.support.processes import alive
-from tests.support.sandbox_network import AS_NOBODY, CLIENT, SERVER, WAIT, first_line, stopped, through_launcher
+from tests.support.sandbox_network import (
+    AS_NOBODY,
+    CLIENT,
+    SERVER,
+    WAIT,
+    first_line,
+    held_as_nobody,
+    stopped,
+    through_launcher,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -158,38 +165,20 @@ async def test_a_namespace_that_is_not_the_sessions_any_more_runs_nothing(
 @pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
 async def test_an_unprivileged_users_network_has_a_user_namespace_of_its_own() -> None:
     """The agent run by an ordinary user: the holder makes a user namespace too, and commands join both."""
-    with tempfile.TemporaryDirectory(prefix="coder-agent-test-") as folder:  # pytest's own is not open to nobody
-        os.chmod(folder, 0o777)
-        await joined_as_nobody(Path(folder))
-
-
-async def joined_as_nobody(work: Path) -> None:
-    holder = await anyio.open_process([*AS_NOBODY, *probe.launcher_argv(), "--network"], stderr=None)
-    try:
-        assert holder.stdout is not None
-        with anyio.fail_after(WAIT):
-            word, cookie = (await holder.stdout.receive()).decode().split()
-        assert word == "ready"
-        entry = _entry_of(holder.pid, int(cookie))
-        assert entry.endswith(":user"), "a user namespace besides the network one"
-        walls = {"write": [str(work)], "network": [entry], "max_processes": ["64"], "max_file_bytes": ["1000000"]}
-        env = {**child_environ(), SPEC_VARIABLE: encode(walls)}
+    async with held_as_nobody() as network:
+        assert network.entry.endswith(":user"), "a user namespace besides the network one"
         launcher = [*AS_NOBODY, *probe.launcher_argv(), "--"]
         async with await anyio.open_process(
-            [*launcher, "python3", "-c", SERVER], env=env, cwd=work, stderr=None
+            [*launcher, "python3", "-c", SERVER], env=network.env, cwd=network.folder, stderr=None
         ) as server:
             assert server.stdout is not None
             with anyio.fail_after(WAIT):
                 port = int((await server.stdout.receive()).decode())
-            done = await anyio.run_process([*launcher, "python3", "-c", CLIENT, str(port)], env=env, cwd=work)
+            done = await anyio.run_process(
+                [*launcher, "python3", "-c", CLIENT, str(port)], env=network.env, cwd=network.folder
+            )
             assert done.stdout == b"pong\n"
             server.kill()
-    finally:
-        assert holder.stdin is not None
-        await holder.stdin.aclose()
-        with anyio.fail_after(WAIT):
-            assert await holder.wait() == 0
-        await holder.aclose()
 
 
 async def test_an_mcp_servers_ports_are_out_of_the_sessions_commands_reach(

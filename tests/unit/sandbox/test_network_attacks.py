@@ -19,7 +19,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,15 +28,14 @@ import pytest
 
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
-from coder_agent.sandbox.network import _entry_of
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.spec import SPEC_VARIABLE, encode
 from coder_agent.secrets import child_environ
 from tests.support.processes import alive
 from tests.support.sandbox_network import (
     AS_NOBODY,
     WAIT,
     first_line,
+    held_as_nobody,
     stopped,
     through_launcher,
 )
@@ -374,47 +372,27 @@ async def test_an_unprivileged_command_has_no_capability_in_the_sessions_user_na
     """The holder has every capability in the user namespace it made; a command that joined it has none left after
     exec (not the owner's, not a setuid or file-capability program's: no_new_privs), so it cannot reconfigure the
     network, nor reach the holder."""
-    with tempfile.TemporaryDirectory(prefix="coder-agent-test-") as folder:
-        os.chmod(folder, 0o777)
-        holder = await anyio.open_process([*AS_NOBODY, *probe.launcher_argv(), "--network"], stderr=None)
-        try:
-            assert holder.stdout is not None
-            with anyio.fail_after(WAIT):
-                word, cookie = (await holder.stdout.receive()).decode().split()
-                assert word == "ready"
-            walls = {
-                "write": [folder],
-                "network": [_entry_of(holder.pid, int(cookie))],
-                "max_processes": ["64"],
-                "max_file_bytes": ["1000000"],
-            }
-            env = {**child_environ(), SPEC_VARIABLE: encode(walls)}
+    async with held_as_nobody() as network:
 
-            async def run(script: str, *args: object) -> dict[str, str] | str:
-                done = await anyio.run_process(
-                    [*AS_NOBODY, *probe.launcher_argv(), "--", "python3", "-c", script, *map(str, args)],
-                    env=env,
-                    cwd=folder,
-                    check=False,
-                    stderr=subprocess.STDOUT,
-                )
-                assert done.returncode == 0, done.stdout
-                text = done.stdout.decode()
-                return dict(line.split(" ", 1) for line in text.splitlines()) if " " in text.split("\n")[0] else text
+        async def run(script: str, *args: object) -> dict[str, str] | str:
+            done = await anyio.run_process(
+                [*AS_NOBODY, *probe.launcher_argv(), "--", "python3", "-c", script, *map(str, args)],
+                env=network.env,
+                cwd=network.folder,
+                check=False,
+                stderr=subprocess.STDOUT,
+            )
+            assert done.returncode == 0, done.stdout
+            text = done.stdout.decode()
+            return dict(line.split(" ", 1) for line in text.splitlines()) if " " in text.split("\n")[0] else text
 
-            caps = await run(CAPABILITIES)
-            assert caps == {"0000000000000000": "0000000000000000 0000000000000000 000001ffffffffff 0000000000000000 1"}
-            assert await run(RECONFIGURE) == RECONFIGURED
-            assert await run(LO_UP) == {"lo": "up"}
-            assert await run(LEAVE, holder.pid) == LEFT
-            assert await run(TOUCH_HOLDER, holder.pid) == TOUCHED
-            assert alive(holder.pid)
-        finally:
-            assert holder.stdin is not None
-            await holder.stdin.aclose()
-            with anyio.fail_after(WAIT):
-                await holder.wait()
-            await holder.aclose()
+        caps = await run(CAPABILITIES)
+        assert caps == {"0000000000000000": "0000000000000000 0000000000000000 000001ffffffffff 0000000000000000 1"}
+        assert await run(RECONFIGURE) == RECONFIGURED
+        assert await run(LO_UP) == {"lo": "up"}
+        assert await run(LEAVE, network.holder) == LEFT
+        assert await run(TOUCH_HOLDER, network.holder) == TOUCHED
+        assert alive(network.holder)
 
 
 # Holes the review found, closed.
