@@ -108,22 +108,29 @@ async def test_a_checker_runs_locally_without_keys_and_its_output_goes_to_the_mo
 
 
 async def test_a_checker_is_killed_at_its_timeout_and_a_clean_one_says_so(tmp_path: Path) -> None:
-    model = ScriptedModel(
-        calls(
-            Call("write_file", {"path": "a.py", "content": "x = 1\n"}),
-            Call("write_file", {"path": "b.rs", "content": "fn main() {}\n"}),
-        )
-    )
-    checkers = {"python": "sleep 30", "rust": "true {file}"}
-    async with tool_agent(tmp_path, model, mode="accept-edits", checkers=checkers, checker_timeout=0.5) as (
+    # Two sessions: the short deadline only ever meets a checker that never finishes; the clean checker runs under
+    # the default one, so a loaded machine cannot make it time out too.
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "clean").mkdir()
+    slow_model = ScriptedModel(calls(Call("write_file", {"path": "a.py", "content": "x = 1\n"})))
+    slow = {"python": "sleep 30"}
+    async with tool_agent(tmp_path / "slow", slow_model, mode="accept-edits", checkers=slow, checker_timeout=0.5) as (
         client,
-        editor,
+        _,
         session,
-        work,
+        _,
     ):
         await client.prompt(session, "go")
-    slow, clean = results(model)
-    assert "Checker `sleep 30` timed out after 0.5 s and was killed." in slow
+    clean_model = ScriptedModel(calls(Call("write_file", {"path": "b.rs", "content": "fn main() {}\n"})))
+    async with tool_agent(tmp_path / "clean", clean_model, mode="accept-edits", checkers={"rust": "true {file}"}) as (
+        client,
+        _,
+        session,
+        _,
+    ):
+        await client.prompt(session, "go")
+    [timed_out], [clean] = results(slow_model), results(clean_model)
+    assert "Checker `sleep 30` timed out after 0.5 s and was killed." in timed_out
     assert "Checker `true " in clean and ": no problems." in clean
 
 

@@ -157,9 +157,8 @@ async def test_cut_stream_and_stalls() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_capture_failure, llm, outcome)
             await anyio.to_thread.run_sync(llm.wait_for_requests, expected_requests)
-            started = time.monotonic()
-            llm.stop()  # the request is still stalled: shutting down must not wait for it
-            assert time.monotonic() - started < 2
+            with anyio.fail_after(30):  # the request is still stalled (60 s): shutting down must not wait for it
+                await anyio.to_thread.run_sync(llm.stop)
         assert len(outcome) == 1
         assert isinstance(outcome[0], litellm.InternalServerError | litellm.APIConnectionError)
 

