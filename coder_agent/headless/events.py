@@ -83,16 +83,21 @@ class Tally:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
-        self.answer = ""
+        self._answer: list[str] = []  # joined once when read: a long answer streamed in small pieces stays linear
         self.usage = Usage()
         self.files_changed: list[str] = []
         self._content: dict[str, list[ToolCallContent]] = {}
 
+    @property
+    def answer(self) -> str:
+        """The agent's text since its last tool call."""
+        return "".join(self._answer)
+
     def see(self, update: SessionUpdate) -> None:
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
-            self.answer += update.content.text
+            self._answer.append(update.content.text)
         elif isinstance(update, ToolCallStart):
-            self.answer = ""
+            self._answer.clear()
             self._content[update.tool_call_id] = list(update.content or [])
             self._finish(update.tool_call_id, update.status)
         elif isinstance(update, ToolCallUpdate):

@@ -148,7 +148,7 @@ class LitellmModel:
             turn = await progress.read(response, sink, idle)
         except StreamStalled:
             raise _Retryable(f"The model's stream went silent for {idle:g} s") from None
-        if not progress.chunks:
+        if not progress.received:
             raise _Retryable("The model returned an empty response")
         return turn
 

@@ -5,8 +5,14 @@ arrive and tool-call fragments are joined by index. Once a chunk carries `finish
 complete and the turn is returned, with a `settle` that reads on to the usage chunk (which litellm sends
 only after assembling the whole response) and closes the response. Stopping at the usage chunk keeps
 litellm from assembling the response a second time and from running its success logging, neither of
-which the agent uses. Provider-specific blocks (Anthropic's signed thinking blocks) are assembled by
-litellm's own `stream_chunk_builder`.
+which the agent uses. Anthropic's signed thinking blocks are put together here from their fragments.
+
+Gathering is linear in the answer's length, and its memory is the answer's text: each fragment is kept once
+(a string in a list, joined once at the end), never a chunk object. litellm's stream wrapper keeps every chunk
+it returns, for that final assembly (a 4-character fragment costs it a few kilobytes): past `RETAINED_CHUNKS` the
+older ones are dropped as the stream goes, so a megabyte of arguments does not take a gigabyte. The usage report
+is the provider's, which does not need them; a provider that reports none gets litellm's count of what was
+left, so for such a long answer the output tokens are estimated from the characters streamed (characters / 4).
 
 Usage comes from the provider's report: input tokens (cache reads and writes counted apart) and output
 tokens; the cost is litellm's price for that usage, cache reads at the cached rate. A provider that
@@ -15,6 +21,7 @@ reports no usage gets an estimate of the input (characters / 4), so the context 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -30,6 +37,8 @@ from coder_agent.model.base import FinishReason, Message, ModelTurn, Spend, Stre
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
+RETAINED_CHUNKS = 1024
+"""The most chunks litellm's stream wrapper is left holding (see the module's docstring)."""
 _UNPRICED: set[str] = set()
 
 
@@ -51,15 +60,22 @@ class Gathered:
         self.litellm = litellm
         self.model = model
         self.messages = messages
-        self.chunks: list[Any] = []
         self.text: list[str] = []
         self.shown = False
         """Whether text or reasoning reached the user (then a failure must not repeat it)."""
         self.calls: list[_CallParts] = []
         self._by_index: dict[int, _CallParts] = {}
+        self.thinking: list[Any] = []
+        """The fragments of Anthropic's thinking blocks, in order (`thinking_blocks` of each delta)."""
         self.finish: str | None = None
         self.usage_chunk: Any = None
-        self.needs_builder = False
+        self.received = 0
+        """How many chunks arrived (none: an empty response)."""
+        self.streamed_chars = 0
+        self.dropped_chunks = 0
+        """How many chunks litellm's wrapper no longer holds (then its own count of the output is short)."""
+        self.reported = False
+        """Whether the provider reported the usage (litellm keeps its report among the chunks it holds)."""
 
     async def read(self, response: Any, sink: StreamSink, idle_timeout: float) -> ModelTurn:
         """Relay the stream up to its finish; the turn, with `settle` when the usage report is still to come.
@@ -79,11 +95,13 @@ class Gathered:
                 if waiting.cancelled_caught:
                     raise StreamStalled
                 await self.add(chunk, sink)
+                self.bound(response)
             turn = self.turn()
         except BaseException:
             await _close(response)
             raise
         if ended:
+            self.reported = _holds_report(response)
             spend = self.spend()
             turn.usage, turn.cost = spend.usage, spend.cost
         else:
@@ -95,7 +113,7 @@ class Gathered:
         return turn
 
     async def add(self, chunk: Any, sink: StreamSink) -> None:
-        self.chunks.append(chunk)
+        self.received += 1
         if getattr(chunk, "usage", None) is not None:
             self.usage_chunk = chunk
         if not chunk.choices:
@@ -106,15 +124,16 @@ class Gathered:
             thought = getattr(delta, "reasoning_content", None)
             if thought:
                 self.shown = True
+                self.streamed_chars += len(thought)
                 await sink.on_thought(thought)
             if delta.content:
                 self.shown = True
                 self.text.append(delta.content)
+                self.streamed_chars += len(delta.content)
                 await sink.on_text(delta.content)
             for call in getattr(delta, "tool_calls", None) or ():
                 self._add_call(call)
-            if getattr(delta, "thinking_blocks", None):
-                self.needs_builder = True
+            self.thinking += getattr(delta, "thinking_blocks", None) or ()
         if choice.finish_reason:
             self.finish = choice.finish_reason
 
@@ -137,29 +156,24 @@ class Gathered:
                 parts.name = function.name
             if function.arguments:
                 parts.arguments.append(function.arguments)
+                self.streamed_chars += len(function.arguments)
+
+    def bound(self, response: Any) -> None:
+        """Leave litellm's stream wrapper holding at most `RETAINED_CHUNKS` chunks (the newest)."""
+        kept = getattr(response, "chunks", None)
+        if isinstance(kept, list) and len(kept) > 2 * RETAINED_CHUNKS:  # trimmed in batches: linear overall
+            dropped = len(kept) - RETAINED_CHUNKS
+            del kept[:dropped]
+            self.dropped_chunks += dropped
 
     def turn(self) -> ModelTurn:
         """The answer gathered so far as a turn (usage and cost not filled in)."""
-        if self.needs_builder:
-            return self._built_turn()
         text = "".join(self.text)
         calls = [
             ToolCallRequest(id=p.id or _call_id(), name=p.name, arguments="".join(p.arguments) or "{}")
             for p in self.calls
         ]
-        return _turn(text, calls, self.finish, None)
-
-    def _built_turn(self) -> ModelTurn:
-        built = self.litellm.stream_chunk_builder(self.chunks, messages=list(self.messages))
-        choice = built.choices[0]
-        message = choice.message
-        calls = [
-            ToolCallRequest(
-                id=call.id or _call_id(), name=call.function.name or "", arguments=call.function.arguments or "{}"
-            )
-            for call in (message.tool_calls or [])
-        ]
-        return _turn(message.content or "", calls, choice.finish_reason, getattr(message, "thinking_blocks", None))
+        return _turn(text, calls, self.finish, thinking_blocks(self.thinking))
 
     async def settle(self, response: Any, iterator: Any, idle_timeout: float) -> Spend:
         """Read on to the usage report, close the response, and price the call."""
@@ -172,6 +186,8 @@ class Gathered:
                         break
                     if getattr(chunk, "usage", None) is not None:
                         self.usage_chunk = chunk
+                        self.reported = _holds_report(response)
+                    self.bound(response)
         except Exception as exc:  # the answer is whole: only its bill is lost
             log.info("the model's usage report did not arrive: %s", exc)
         finally:
@@ -181,6 +197,9 @@ class Gathered:
     def spend(self) -> Spend:
         raw = getattr(self.usage_chunk, "usage", None)
         usage = usage_from(raw)
+        if self.dropped_chunks and not self.reported:  # litellm counted only the chunks it still held
+            estimated = self.streamed_chars // CHARS_PER_TOKEN
+            usage = dataclasses.replace(usage, completion_tokens=max(usage.completion_tokens, estimated))
         if not usage.prompt_tokens:
             usage = Usage(prompt_tokens=estimate_tokens(self.messages), completion_tokens=usage.completion_tokens)
             return Spend(usage, None)
@@ -194,6 +213,32 @@ class Gathered:
             except Exception:
                 _UNPRICED.add(self.model)  # litellm has no price for it: do not ask again on every call
         return Spend(usage, float(cost) if isinstance(cost, int | float) and cost > 0 else None)
+
+
+def _holds_report(response: Any) -> bool:
+    """Whether the newest chunks litellm's wrapper holds include the provider's usage report."""
+    kept = getattr(response, "chunks", None)
+    return isinstance(kept, list) and any(getattr(chunk, "usage", None) is not None for chunk in kept[-4:])
+
+
+def thinking_blocks(fragments: Sequence[Any]) -> list[dict[str, Any]] | None:
+    """Anthropic's thinking blocks from their streamed fragments: the thinking text up to each signature is one
+    signed block; a redacted block stands alone (its data is opaque)."""
+    blocks: list[dict[str, Any]] = []
+    text: list[str] = []
+    for fragment in fragments:
+        get = fragment.get if isinstance(fragment, dict) else lambda key, f=fragment: getattr(f, key, None)
+        if get("type") == "redacted_thinking":
+            text.clear()
+            if get("data"):
+                blocks.append({"type": "redacted_thinking", "data": get("data")})
+            continue
+        if get("thinking"):
+            text.append(str(get("thinking")))
+        if get("signature"):
+            blocks.append({"type": "thinking", "thinking": "".join(text), "signature": get("signature")})
+            text.clear()
+    return blocks or None
 
 
 def usage_from(raw: Any) -> Usage:

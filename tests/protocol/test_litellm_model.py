@@ -13,9 +13,11 @@ import anyio
 import pytest
 
 from coder_agent.agent import turn as turn_module
+from coder_agent.model import litellm_stream
 from tests.support.acp_client import RpcFailure
-from tests.support.fake_llm import FakeLLM, Fault, Reply, Usage
+from tests.support.fake_llm import Call, FakeLLM, Fault, Reply, Usage
 from tests.support.llm_agent import llm_agent
+from tests.support.llm_agent import tool_agent as llm_tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -222,3 +224,24 @@ async def test_images_are_sent_to_the_model(tmp_path: Path, fake_llm: FakeLLM) -
     content = fake_llm.last_request["messages"][-1]["content"]
     assert content[1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
     assert "print(1)" in content[2]["text"]
+
+
+@pytest.mark.parametrize("reported", [True, False])
+async def test_a_long_argument_in_small_fragments_comes_back_whole_and_counted(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, reported: bool
+) -> None:
+    # litellm's wrapper is left holding a few chunks only (the bench streams a megabyte; a few hundred do here).
+    monkeypatch.setattr(litellm_stream, "RETAINED_CHUNKS", 8)
+    content = "".join(f"line {n}\n" for n in range(300))
+    call = Call("write_file", {"path": "big.txt", "content": content})
+    usage = Usage(500, 777) if reported else None
+    fake_llm.script([Reply(calls=[call], chunk_size=4, usage=usage, no_usage=not reported), Reply("Written.")])
+    async with llm_tool_agent(tmp_path, fake_llm, mode="accept-edits") as (client, _, session, work):
+        assert await client.prompt(session, "write it") == "end_turn"
+        await client.wait_for(lambda: len(client.session_updates(session, "usage_update")) == 2)
+        assert (work / "big.txt").read_text() == content
+    first = client.session_updates(session, "usage_update")[0]["_meta"]["coder-agent"]
+    if reported:
+        assert first["outputTokens"] == 777, "the provider's report, whatever litellm still holds"
+    else:
+        assert first["outputTokens"] >= len(content) // 4, "estimated from what streamed, not from the chunks kept"

@@ -120,7 +120,8 @@ class Reply(ScriptedReply):
     :class:`Usage` (its ``cached_tokens`` and ``cache_write_tokens`` of the prompt tokens were read from / written
     to the provider's prompt cache) and defaults to a rough estimate (characters / 4). The scripted-only fields
     (``cost``, ``hold``, ``late_bill``) mean nothing here: the client computes the cost.
-    Streaming shape: ``chunk_size`` characters per text/reasoning delta and per tool-argument fragment.
+    Streaming shape: ``chunk_size`` characters per text/reasoning delta and per tool-argument fragment;
+    ``no_usage``: no usage chunk, even when the request asks for one.
     Delivery (usually set through :class:`Fault`): ``chunk_delay`` seconds before every chunk after the first;
     ``stall`` seconds of silence, before the response headers (``stall_after=None``) or after ``stall_after``
     chunks; ``gate``: like a stall after ``stall_after`` chunks, but until the test sets the event (streams
@@ -138,6 +139,8 @@ class Reply(ScriptedReply):
     cut_after: int | None = None
     model: str | None = None
     gate: threading.Event | None = None
+    no_usage: bool = False
+    """Send no usage chunk even when the request asks for one (a provider that never reports usage)."""
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -314,7 +317,7 @@ class _Rendered:
             for piece in _pieces(call.arguments_json(), size):
                 out.append(self._delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
         out.append(self._delta({}, reply.effective_finish_reason))
-        if include_usage:
+        if include_usage and not reply.no_usage:
             for chunk in out:
                 chunk["usage"] = None
             out.append(self._chunk([], usage=self.usage))
