@@ -28,9 +28,17 @@ and the two are compared. Four figures:
                        stamp: at the client for each agent_message_chunk, and in this process for each chunk out of
                        litellm's iterator. Relay delay = agent delay - direct delay (median and p95), for the first
                        delta of each reply and for all of them.
+  5. parallel reads    A reply holding one ``read_file`` call, then one holding five, on an agent of its own whose
+                       client advertises ``fs.readTextFile`` and answers each read after 50 ms (an editor's read
+                       that takes that long). Span = the first call shown (``tool_call``) to the last one completed,
+                       at the client. Ratio = median(five reads) / median(one read).
 
-Each figure has a session of its own (one agent process for all, cwd a temp folder outside any git repository).
-Figures 1, 2 and 4 take ``--runs`` prompts (default 20) after 3 warm-ups; figure 3 takes max(3, runs // 4) after
+Figures 1 to 4 count the model's own message only: the chunks with its messageId (the agent's notes, such as
+the one about what stands in for a capability the client lacks, come first with ids of their own).
+
+Each figure has a session of its own (one agent process for figures 1 to 4, another for 5, cwd a temp folder outside
+any git repository).
+Figures 1, 2, 4 and 5 take ``--runs`` prompts (default 20) after 3 warm-ups; figure 3 takes max(3, runs // 4) after
 1 warm-up. The agent's prompts of a figure run back to back, then the direct calls replaying their bodies (warm-ups
 too) run back to back: each side stays equally warm. (Interleaving them one by one leaves the agent idle between
 its prompts, and a woken idle process is measurably slower; an editor's user is idle far longer, so absolute
@@ -44,13 +52,15 @@ call); ``GET /_bench/requests?from=N`` returns the bodies of the chat requests i
 
 Each session/prompt must end with ``end_turn`` and deliver the expected text; the tool prompt must show a
 completed ``read_file`` call and send the file's text back to the model. Requests from the agent to the client are
-answered with a JSON-RPC error and reported as failures (none are expected). The agent gets temp XDG_CONFIG_HOME,
+answered with a JSON-RPC error and reported as failures (none are expected, but figure 5's reads). The agent gets
+temp XDG_CONFIG_HOME,
 XDG_DATA_HOME, XDG_STATE_HOME and XDG_CACHE_HOME, so it neither reads the user's config nor leaves data behind.
 
 Goals, each with PASS/FAIL:
   model round trip   added <= 10 ms (median)
   tool round trip    added <= 10 ms (median)
   relay delay        first delta relayed within 5 ms of its arrival (median relay delay of first deltas)
+  parallel reads     five reads of 50 ms in one reply take <= 1.3 x one read
 
 Usage (from the repository root; Linux):
 
@@ -80,6 +90,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -99,6 +110,9 @@ from acp_bench import (
 
 GOAL_ROUND_TRIP_MS = 10.0
 GOAL_FIRST_CHUNK_MS = 5.0
+GOAL_PARALLEL_READS = 1.3  # five reads in one reply take at most this many times one read
+PARALLEL_READS = 5
+READ_DELAY = 0.05  # the client answers each fs/read_text_file after this long
 MIN_RUNS = 20
 WARMUPS = 3
 BURST_CHUNKS = 2000
@@ -116,7 +130,7 @@ SMALL_FILE = "small.txt"
 SMALL_TEXT = "".join(f"line {i}: bench-marker-{i}\n" for i in range(1, 11))
 TEXT_CHUNK_SIZE = 8
 REQUESTS_PATH = "/_bench/requests"
-TAG = re.compile(r"BENCH:(text|tool|burst|paced)(?::(\d+))?(?::(\d+))?")
+TAG = re.compile(r"BENCH:(text|tool|burst|paced|reads)(?::(\d+))?(?::(\d+))?")
 STAMP = re.compile(r"<([0-9.]+)>")
 SELF = str(Path(__file__).resolve())  # run again with --serve: the model server's process
 
@@ -234,6 +248,13 @@ class ModelServer:
             arguments = json.dumps({"path": SMALL_FILE})
             writer.write(event({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}))
             produced, finish = len(arguments) + 9, "tool_calls"
+        elif kind == "reads":  # `count` read_file calls in one reply
+            for index in range(count):
+                call = {"index": index, "id": f"call_{self.number}_{index}", "type": "function"}
+                writer.write(event({"tool_calls": [{**call, "function": {"name": "read_file", "arguments": ""}}]}))
+                arguments = json.dumps({"path": SMALL_FILE})
+                writer.write(event({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}))
+            produced, finish = count * 30, "tool_calls"
         elif kind == "burst":
             for i in range(count):
                 writer.write(event({"content": "x"}))
@@ -302,6 +323,9 @@ class AcpClient:
         self.sinks: dict[str, list[Update]] = {}
         self.agent_requests: list[str] = []
         self.bad_lines: list[str] = []
+        self.files: Path | None = None
+        """Where fs/read_text_file is served from, after READ_DELAY (None: refused, as every other request)."""
+        self.served: list[asyncio.Task[None]] = []
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -350,7 +374,10 @@ class AcpClient:
 
     def _on_call(self, message: dict[str, Any], at: float) -> None:
         method = str(message["method"])
-        if "id" in message:  # a request to the client: this bench offers nothing
+        if "id" in message and method == "fs/read_text_file" and self.files is not None:
+            self.served.append(asyncio.ensure_future(self._read_later(message)))
+            return
+        if "id" in message:  # a request to the client: this bench offers nothing (but slow reads, when asked to)
             self.agent_requests.append(method)
             error = {"code": -32601, "message": f"bench client: {method} is not supported"}
             with contextlib.suppress(ConnectionError):
@@ -363,6 +390,14 @@ class AcpClient:
         if sink is not None:
             update = params.get("update") or {}
             sink.append(Update(at, str(update.get("sessionUpdate")), update))
+
+    async def _read_later(self, message: dict[str, Any]) -> None:
+        """Answer a read after READ_DELAY, as an editor whose reads take that long."""
+        await asyncio.sleep(READ_DELAY)
+        assert self.files is not None
+        reply = read_inside(Path(str((message.get("params") or {}).get("path", ""))), self.files)
+        with contextlib.suppress(ConnectionError):
+            self._write({"jsonrpc": "2.0", "id": message["id"], **reply})
 
     async def request(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], float, float]:
         """(result, time written, time the response arrived)."""
@@ -418,9 +453,20 @@ class AcpClient:
         return code
 
 
+def read_inside(path: Path, root: Path) -> dict[str, Any]:
+    """The answer to fs/read_text_file of `path`: its text when it is under `root` (a small file), else an error."""
+    if not path.resolve().is_relative_to(root):
+        return {"error": {"code": -32602, "message": "bench: outside the project"}}
+    return {"result": {"content": path.read_text(encoding="utf-8")}}
+
+
 def texts(updates: list[Update]) -> list[tuple[float, str]]:
+    """(arrival, text) of each chunk of the model's own message: the one the prompt ends with, by its messageId (the
+    agent's notes, such as what stands in for a capability the client lacks, have ids of their own)."""
+    chunks = [u for u in updates if u.kind == "agent_message_chunk"]
+    model = chunks[-1].update.get("messageId") if chunks else None
     return [
-        (u.at, str(u.update.get("content", {}).get("text", ""))) for u in updates if u.kind == "agent_message_chunk"
+        (u.at, str(u.update.get("content", {}).get("text", ""))) for u in chunks if u.update.get("messageId") == model
     ]
 
 
@@ -508,6 +554,8 @@ class Results:
     direct_first_ms: list[float] = field(default_factory=list)
     agent_delay_ms: list[float] = field(default_factory=list)
     direct_delay_ms: list[float] = field(default_factory=list)
+    one_read_ms: list[float] = field(default_factory=list)
+    parallel_reads_ms: list[float] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
@@ -613,10 +661,7 @@ class Bench:
             starts = [u.update for u in updates if u.kind == "tool_call"]
             if len(starts) != 1 or starts[0].get("kind") != "read" or "completed" not in statuses:
                 self.results.failures.append(f"tool round trip: no completed read_file call (statuses {statuses})")
-            said = "".join(t for _, t in texts(updates))
-            if i == 0 and said.endswith(AFTER_TOOL_TEXT):  # the session's first file read tells, once, that files
-                said = AFTER_TOOL_TEXT  # are on disk (a notice, sent as text to a client without session.notices)
-            self.check_text("tool round trip", said, AFTER_TOOL_TEXT)
+            self.check_text("tool round trip", "".join(t for _, t in texts(updates)), AFTER_TOOL_TEXT)
             if i >= WARMUPS:
                 self.results.agent_tool_ms.append(seconds * 1000)
         bodies = await self.new_bodies()
@@ -662,6 +707,22 @@ class Bench:
                 r.agent_delay_ms.extend(agent_delays)
                 r.direct_delay_ms.extend(direct_delays)
 
+    async def parallel_reads(self) -> None:
+        """Prompts whose one reply holds 1, then PARALLEL_READS, read_file calls, each read answered by the client
+        after READ_DELAY: the span from the first call shown to the last one completed."""
+        session = await self.new_session()
+        for count, into in ((1, self.results.one_read_ms), (PARALLEL_READS, self.results.parallel_reads_ms)):
+            label = f"{count} read(s) in one reply"
+            agent = await self.agent_block(session, f"BENCH:reads:{count}", label, WARMUPS + self.runs)
+            for i, (_, updates) in enumerate(agent):
+                shown = [u.at for u in updates if u.kind == "tool_call"]
+                done = [u.at for u in updates if u.kind == "tool_call_update" and u.update.get("status") == "completed"]
+                if len(shown) != count or len(done) != count:
+                    self.results.failures.append(f"{label}: {len(shown)} calls shown, {len(done)} completed")
+                elif i >= WARMUPS:
+                    into.append((max(done) - min(shown)) * 1000)
+        await self.new_bodies()
+
 
 def describe_request(body: dict[str, Any]) -> dict[str, Any]:
     messages = body.get("messages") or []
@@ -701,6 +762,8 @@ def build_report(r: Results, runs: int, burst_runs: int, cmd: list[str], failure
         "direct_first_chunk_delay_ms": summary(r.direct_first_ms),
         "agent_chunk_delay_ms": summary(r.agent_delay_ms),
         "direct_chunk_delay_ms": summary(r.direct_delay_ms),
+        "one_read_ms": summary(r.one_read_ms),
+        "parallel_reads_ms": summary(r.parallel_reads_ms),
     }
     med = {name: fig["median"] for name, fig in figures.items()}
     p95 = {name: fig["p95"] for name, fig in figures.items()}
@@ -722,6 +785,11 @@ def build_report(r: Results, runs: int, burst_runs: int, cmd: list[str], failure
             "median": diff(med["agent_chunk_delay_ms"], med["direct_chunk_delay_ms"]),
             "p95": diff(p95["agent_chunk_delay_ms"], p95["direct_chunk_delay_ms"]),
         },
+        "parallel_reads_ratio": (
+            round(med["parallel_reads_ms"] / med["one_read_ms"], 3)
+            if med["parallel_reads_ms"] and med["one_read_ms"]
+            else None
+        ),
     }
 
     def goal(name: str, text: str, value: float | None, limit: float) -> dict[str, Any]:
@@ -748,6 +816,12 @@ def build_report(r: Results, runs: int, burst_runs: int, cmd: list[str], failure
             GOAL_ROUND_TRIP_MS,
         ),
         goal("first_chunk_relay_ms", f"median <= {GOAL_FIRST_CHUNK_MS:g} ms", first_relay, GOAL_FIRST_CHUNK_MS),
+        goal(
+            "parallel_reads_ratio",
+            f"<= {GOAL_PARALLEL_READS:g} x",
+            derived["parallel_reads_ratio"],
+            GOAL_PARALLEL_READS,
+        ),
     ]
     return {
         "python": platform.python_version(),
@@ -821,6 +895,8 @@ def print_report(report: dict[str, Any]) -> None:
         ("first delta delay: litellm direct", "direct_first_chunk_delay_ms", "ms", 3),
         ("every delta delay: agent", "agent_chunk_delay_ms", "ms", 3),
         ("every delta delay: litellm direct", "direct_chunk_delay_ms", "ms", 3),
+        (f"1 read ({READ_DELAY * 1000:g} ms at the client): shown -> done", "one_read_ms", "ms", 2),
+        (f"{PARALLEL_READS} reads in one reply: shown -> done", "parallel_reads_ms", "ms", 2),
     ]
     for label, key, unit, digits in rows:
         fig = figures[key]
@@ -849,6 +925,11 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"{'relay delay, first delta, p95 - p95':<52}{num(first['p95'], 'ms', 3):>12}")
     print(f"{'relay delay, every delta (agent - direct)':<52}{num(every['median'], 'ms', 3):>12}")
     print(f"{'relay delay, every delta, p95 - p95':<52}{num(every['p95'], 'ms', 3):>12}")
+    reads = derived["parallel_reads_ratio"]
+    print(
+        f"{f'{PARALLEL_READS} reads in one reply / 1 read':<52}{'-' if reads is None else f'{reads:.2f} x':>12}   "
+        + verdict("parallel_reads_ratio")
+    )
     print()
     print_failures(report, before="")
 
@@ -892,7 +973,6 @@ async def run(args: argparse.Namespace, cmd: list[str], progress: bool) -> dict[
     results = Results()
     temp = Path(tempfile.mkdtemp(prefix="coder-agent-turn-bench-"))
     server: asyncio.subprocess.Process | None = None
-    client: AcpClient | None = None
     try:
         cwd = temp / "project"
         cwd.mkdir()
@@ -906,28 +986,65 @@ async def run(args: argparse.Namespace, cmd: list[str], progress: bool) -> dict[
             CODER_AGENT_API_KEY=API_KEY,
             LITELLM_LOCAL_MODEL_COST_MAP="True",
         )
+        importing = asyncio.ensure_future(asyncio.to_thread(Direct, base_url))  # litellm, while the agent starts
+
+        async def figures_1_to_4(bench: Bench) -> None:
+            await bench.model_round_trip()
+            await bench.tool_round_trip()
+            await bench.throughput(burst_runs)
+            await bench.relay_delay()
+
+        agent = Agent(cmd, env, cwd, args.runs, progress, results, importing)
+        failures += await agent.measure({}, figures_1_to_4)
+        if not failures:  # figure 5: an agent of its own, whose client serves reads (slowly)
+            failures += await agent.measure({"fs": {"readTextFile": True}}, Bench.parallel_reads)
+        if not importing.done():  # a thread cannot be cancelled: let the import finish
+            with contextlib.suppress(Exception):
+                await importing
+    except RunFailure as exc:
+        failures.append(str(exc))
+    finally:
+        if server is not None:
+            await stop_process(server)
+        shutil.rmtree(temp, ignore_errors=True)
+    return build_report(results, args.runs, burst_runs, cmd, [*results.failures, *failures])
+
+
+@dataclass
+class Agent:
+    """How to spawn the agent for a set of figures, and where their results go."""
+
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: Path
+    runs: int
+    progress: bool
+    results: Results
+    importing: asyncio.Future[Direct]
+
+    async def measure(self, capabilities: dict[str, Any], figures: Callable[[Bench], Awaitable[None]]) -> list[str]:
+        """Spawn the agent with a client of `capabilities` (fs reads served slowly when asked), take `figures`,
+        close it; the failures."""
+        failures: list[str] = []
         with tempfile.TemporaryFile() as log:
-            client = await AcpClient.spawn(cmd, env, log)
-            importing = asyncio.ensure_future(asyncio.to_thread(Direct, base_url))  # litellm, while the agent starts
+            client = await AcpClient.spawn(self.cmd, self.env, log)
+            if capabilities.get("fs"):
+                client.files = self.cwd.resolve()
             try:
-                init = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
-                await client.request("initialize", init)
-                direct = await importing
-                bench = Bench(client, direct, port, cwd, args.runs, progress)
-                results = bench.results
-                await bench.model_round_trip()
-                await bench.tool_round_trip()
-                await bench.throughput(burst_runs)
-                await bench.relay_delay()
+                init = {"protocolVersion": 1, "clientCapabilities": capabilities}
+                await client.request("initialize", {**init, "clientInfo": {"name": "bench", "version": "0"}})
+                bench = Bench(client, await self.importing, self.port(), self.cwd, self.runs, self.progress)
+                bench.results = self.results
+                await figures(bench)
             except RunFailure as exc:
                 failures.append(f"{exc}\n{stderr_tail(log)}")
             finally:
-                if progress:
+                if self.progress:
                     print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
-                if not importing.done():  # a thread cannot be cancelled: let the import finish
-                    with contextlib.suppress(Exception):
-                        await importing
                 code = await client.close()
+                if client.process.returncode is None:
+                    client.process.kill()
+                    await client.process.wait()
                 if code != 0:
                     failures.append(
                         f"the agent {'was killed' if code is None else f'exited with {code}'} after stdin EOF\n"
@@ -936,16 +1053,10 @@ async def run(args: argparse.Namespace, cmd: list[str], progress: bool) -> dict[
             failures.extend(client.bad_lines)
             if client.agent_requests:
                 failures.append(f"the agent sent requests to the client: {sorted(set(client.agent_requests))}")
-    except RunFailure as exc:
-        failures.append(str(exc))
-    finally:
-        if client is not None and client.process.returncode is None:
-            client.process.kill()
-            await client.process.wait()
-        if server is not None:
-            await stop_process(server)
-        shutil.rmtree(temp, ignore_errors=True)
-    return build_report(results, args.runs, burst_runs, cmd, [*results.failures, *failures])
+        return failures
+
+    def port(self) -> int:
+        return int(self.env["CODER_AGENT_API_BASE"].rsplit(":", 1)[1].split("/", 1)[0])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

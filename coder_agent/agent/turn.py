@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 
-from coder_agent.agent import system_prompt
+from coder_agent.agent import call_groups, system_prompt
 from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.user_message import to_user_message
@@ -231,23 +231,22 @@ class Turn:
         return stop_reason
 
     async def run_calls(self, calls: Sequence[ToolCallRequest]) -> StopReason | None:
-        """Run the model's tool calls in order and answer each, in order; consecutive calls of a tool that runs in
-        parallel (`task`) run side by side. The stop reason if the turn ends with them."""
+        """Run the model's tool calls and answer each, in the model's order; consecutive `task` calls, and
+        consecutive read-only calls, run side by side (`agent.call_groups`). The stop reason if the turn ends with
+        them."""
         images: list[dict[str, Any]] = []
         waiting = False  # for the user's answer to a question: the turn ends after this batch
         done = 0
-        for group in self._groups(calls):
+        for group in call_groups.groups(calls, self.tools):
             if waiting:
-                for call in group:
+                for call in group.calls:
                     self.add_tool_result(call.id, WAITING_FOR_ANSWER)
                 continue
-            outcomes = await self._run_group(group)
-            done += len(group)
-            for call, outcome in zip(group, outcomes, strict=True):
+            outcomes = await call_groups.run_group(group, self.tools)
+            done += len(group.calls)
+            for index, (call, outcome) in enumerate(zip(group.calls, outcomes, strict=True)):
                 if isinstance(outcome, StoppedForPermission):
-                    self.add_tool_result(call.id, NEEDS_PERMISSION)
-                    for later in calls[done:]:
-                        self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
+                    self.stop_for_permission(list(zip(group.calls, outcomes, strict=True))[index:], calls[done:])
                     return "cancelled"
                 if isinstance(outcome, TurnCancelled):
                     return "cancelled"
@@ -267,37 +266,21 @@ class Turn:
             self.conversation.append(note)
         return "end_turn" if waiting else None
 
-    def _groups(self, calls: Sequence[ToolCallRequest]) -> list[list[ToolCallRequest]]:
-        """The calls in order, consecutive calls of a tool that runs in parallel together."""
-        groups: list[list[ToolCallRequest]] = []
-        for call in calls:
-            parallel = self.tools.parallel(call.name)
-            if parallel and groups and self.tools.parallel(groups[-1][-1].name):
-                groups[-1].append(call)
-            else:
-                groups.append([call])
-        return groups
-
-    async def _run_group(self, group: list[ToolCallRequest]) -> list[ToolResult | TurnCancelled]:
-        """Each call's result, or the cancel it ended in (side by side when there are several: their own limit may
-        hold some back)."""
-        if len(group) == 1:
-            return [await self._outcome(group[0])]
-        found: dict[str, ToolResult | TurnCancelled] = {}
-
-        async def run(call: ToolCallRequest) -> None:
-            found[call.id] = await self._outcome(call)
-
-        async with anyio.create_task_group() as side_by_side:
-            for call in group:
-                side_by_side.start_soon(run, call)
-        return [found[call.id] for call in group]
-
-    async def _outcome(self, call: ToolCallRequest) -> ToolResult | TurnCancelled:
-        try:
-            return await self.tools.run(call)
-        except TurnCancelled as cancelled:  # StoppedForPermission included
-            return cancelled
+    def stop_for_permission(
+        self, stopped_and_after: list[tuple[ToolCallRequest, call_groups.Outcome]], later: Sequence[ToolCallRequest]
+    ) -> None:
+        """Answer the call that stopped for want of permission, the others of its group and the calls after them.
+        A read beside it that finished keeps its result, answered first: the stopped calls' answers end the
+        history, where `resume` finds them and takes them back."""
+        finished = [(call, outcome) for call, outcome in stopped_and_after if isinstance(outcome, ToolResult)]
+        for call, result in finished:
+            self.add_tool_result(call.id, result.output)
+        for call, outcome in stopped_and_after:
+            if not isinstance(outcome, ToolResult):
+                stopped = isinstance(outcome, StoppedForPermission)
+                self.add_tool_result(call.id, NEEDS_PERMISSION if stopped else NOT_RUN_AFTER_STOP)
+        for call in later:
+            self.add_tool_result(call.id, NOT_RUN_AFTER_STOP)
 
     # ---- model --------------------------------------------------------------------------------
 

@@ -51,6 +51,10 @@ class StoppedForPermission(TurnCancelled):
     """The call needs a permission no one could give: the turn stops at it, to run it once the user allows it."""
 
 
+BeforeAsking = Callable[[], Awaitable[None]]
+"""What a call running beside others waits for before it asks the user: its turn (the calls before it done)."""
+
+
 class ToolSet(Protocol):
     """The tools of one turn."""
 
@@ -59,11 +63,16 @@ class ToolSet(Protocol):
         ...
 
     def parallel(self, name: str) -> bool:
-        """Whether calls of this tool in one reply run side by side (consecutive ones: see `Turn.run_calls`)."""
+        """Whether calls of this tool in one reply run side by side (consecutive ones: see `agent.call_groups`)."""
         ...
 
-    async def run(self, call: ToolCallRequest) -> ToolResult:
-        """Run one call end to end, reporting it to the client; raise TurnCancelled only on a user cancel."""
+    def read_only(self, name: str) -> bool:
+        """Whether calls of this tool only read: consecutive ones run side by side (see `agent.call_groups`)."""
+        ...
+
+    async def run(self, call: ToolCallRequest, before_asking: BeforeAsking | None = None) -> ToolResult:
+        """Run one call end to end, reporting it to the client; raise TurnCancelled only on a user cancel.
+        `before_asking` is awaited before the call asks the user's permission, if it does."""
         ...
 
 

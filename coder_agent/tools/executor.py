@@ -11,7 +11,9 @@ and becomes a failed result too. A call the user cancelled gets its final status
 "Cancelled.", live as in the replay (a client that does not mark it itself would show it running forever); so
 does a call that stopped the turn because no one could be asked its permission (the turn's history says so to the
 model, and `Turn.resume` runs it later). Everything shown goes through the session's redacting bridge; what the
-model reads back is redacted here (`ToolResult` output), its one boundary.
+model reads back is redacted here (`ToolResult` output), its one boundary. A call that runs beside others of its
+reply (`agent.call_groups`) is given `before_asking`, awaited before its permission question, so questions come one
+at a time, in the model's order.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallL
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
 from coder_agent.session.bridge import BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
+from coder_agent.tools.calls import (
+    BeforeAsking,
+    Prepared,
+    StoppedForPermission,
+    ToolResult,
+    TurnCancelled,
+    text_content,
+)
 from coder_agent.tools.context import AcceptsImages, ToolContext
 from coder_agent.tools.registry import BUILTIN_NAMES, edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
@@ -66,22 +75,32 @@ class ToolExecutor:
         tool = session_tools(self.ctx.mcp).get(name)
         return tool is not None and tool.runs_in_parallel and self._offers(name)
 
+    def read_only(self, name: str) -> bool:
+        tool = session_tools(self.ctx.mcp).get(name)
+        return tool is not None and tool.read_only and tool.announced and self._offers(name)
+
     def _offers(self, name: str) -> bool:
         return self.only is None or name in self.only or name not in BUILTIN_NAMES
 
-    async def run(self, call: ToolCallRequest) -> ToolResult:
+    async def run(self, call: ToolCallRequest, before_asking: BeforeAsking | None = None) -> ToolResult:
         tools = {name: tool for name, tool in session_tools(self.ctx.mcp).items() if self._offers(name)}
         tool = tools.get(call.name)
         if tool is not None and not tool.announced:
             return await self._run_quietly(tool, call)
-        return await self._run_shown(tools, tool, call)
+        return await self._run_shown(tools, tool, call, before_asking)
 
     async def run_tool(self, tool: Tool, call: ToolCallRequest) -> ToolResult:
         """Run a call of a tool the model does not have (an MCP server's sampling request), the same way."""
         return await self._run_shown({tool.name: tool}, tool, call)
 
-    async def _run_shown(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest) -> ToolResult:
-        shown = _Call(self.ctx, call.id)
+    async def _run_shown(
+        self,
+        tools: dict[str, Tool],
+        tool: Tool | None,
+        call: ToolCallRequest,
+        before_asking: BeforeAsking | None = None,
+    ) -> ToolResult:
+        shown = _Call(self.ctx, call.id, before_asking)
         try:
             result = await self._run(tools, tool, call, shown)
         except anyio.get_cancelled_exc_class():
@@ -165,6 +184,8 @@ class ToolExecutor:
         if verdict.decision == "deny":
             why = f"Not allowed: {verdict.reason}."
             return f"{why} Do not retry this; tell the user or find another way.", why
+        if shown.before_asking is not None:  # a call running beside others asks in its turn
+            await shown.before_asking()
         content = list(prepared.preview)
         if not verdict.by_mode:
             content.append(text_content(f"Asking because {verdict.reason}."))
@@ -245,9 +266,10 @@ class ToolExecutor:
 class _Call:
     """What the client has been shown of one call, so each update carries only what changed."""
 
-    def __init__(self, ctx: TurnContext, call_id: str) -> None:
+    def __init__(self, ctx: TurnContext, call_id: str, before_asking: BeforeAsking | None = None) -> None:
         self.client = ctx.bridge
         self.call_id = call_id
+        self.before_asking = before_asking
         self.sent: dict[str, Any] = {}
         self.title = ""
         self.kind: ToolKind = "other"

@@ -23,6 +23,7 @@ class FetchParams(Params):
 class Fetch(BuiltinTool):
     name = "fetch"
     kind = "fetch"
+    read_only = True
     params = FetchParams
 
     def title(self, params: FetchParams, ctx: ToolContext) -> str:

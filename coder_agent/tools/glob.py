@@ -21,6 +21,7 @@ class GlobParams(Params):
 class Glob(BuiltinTool):
     name = "glob"
     kind = "search"
+    read_only = True
     params = GlobParams
 
     def title(self, params: GlobParams, ctx: ToolContext) -> str:

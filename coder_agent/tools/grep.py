@@ -30,6 +30,7 @@ class GrepParams(Params):
 class Grep(BuiltinTool):
     name = "grep"
     kind = "search"
+    read_only = True
     params = GrepParams
 
     def title(self, params: GrepParams, ctx: ToolContext) -> str:

@@ -2,7 +2,8 @@
 
 An MCP tool keeps its server's JSON schema and gets a namespaced name (`mcp__<server>__<tool>`). Its
 annotations decide its permission kind: `readOnlyHint` → read (never asks inside the workspace),
-`destructiveHint` → delete, anything else → other (asks unless the session is in full-auto mode).
+`destructiveHint` → delete, anything else → other (asks unless the session is in full-auto mode); a
+`readOnlyHint` tool is also `read_only` (its calls in one reply may run side by side).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class McpToolCall:
         self.hub = hub
         self.name = tool.qualified_name
         self.kind = mcp_kind(tool)
+        self.read_only = bool(tool.read_only)
+        """The server marks it `readOnlyHint`: its calls in one reply may run side by side."""
 
     def spec(self) -> dict[str, Any]:
         schema = dict(self.tool.input_schema) or {"type": "object", "properties": {}}

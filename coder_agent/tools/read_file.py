@@ -27,6 +27,7 @@ class ReadParams(Params):
 class ReadFile(BuiltinTool):
     name = "read_file"
     kind = "read"
+    read_only = True
     params = ReadParams
 
     def title(self, params: ReadParams, ctx: ToolContext) -> str:

@@ -51,6 +51,7 @@ class SamplingRequest:
     kind: ToolKind = "other"
     announced = True
     runs_in_parallel = False
+    read_only = False
 
     def __init__(self, request: McpSampling, model: Model) -> None:
         self.request = request

@@ -71,6 +71,9 @@ class Tool(Protocol):
     """Whether a call is shown as a tool call (an `update_plan` shows as the plan itself)."""
     runs_in_parallel: bool
     """Whether its calls in one reply run side by side (`task`: each waits on a sub-agent of its own)."""
+    read_only: bool
+    """Whether a call only reads (files, the web, a read-only MCP tool) and changes nothing: consecutive calls of
+    such tools in one reply run side by side (`agent.call_groups`). A new tool that only reads says so here."""
 
     def spec(self) -> dict[str, Any]: ...
 
@@ -91,6 +94,7 @@ class BuiltinTool:
     params: ClassVar[type[Params]]
     announced = True
     runs_in_parallel = False
+    read_only = False
 
     def parse(self, arguments: str) -> Any:
         try:
