@@ -141,11 +141,14 @@ class BenchClient(JsonLinesAgent):
 
 @dataclass
 class Turn:
-    """One session/prompt: the client's exchange, its first text chunk, and its model requests (side ones left out)."""
+    """One session/prompt: the client's exchange, the first text chunk of the model's own message, the first text
+    chunk of anything else the agent said before it (a note of its own, such as what stands in for a capability the
+    client lacks; None when there was none), and its model requests (side ones left out)."""
 
     exchange: Exchange
     first_chunk: float | None
     requests: list[RecordedRequest]
+    first_note: float | None = None
 
     def since_sent(self, at: float | None) -> float | None:
         return None if at is None else at - self.exchange.sent
@@ -163,7 +166,9 @@ class Turn:
         return self.requests[1].timing.arrived - finished
 
 
-def first_text_chunk(exchange: Exchange, session_id: str) -> float | None:
+def text_chunks(exchange: Exchange, session_id: str) -> list[tuple[float, str | None]]:
+    """(arrival, messageId) of each agent_message_chunk with text of the session, in order."""
+    found: list[tuple[float, str | None]] = []
     for msg, _, at in exchange.notes:
         params = msg.get("params") or {}
         update = params.get("update") or {}
@@ -174,8 +179,26 @@ def first_text_chunk(exchange: Exchange, session_id: str) -> float | None:
             and isinstance(content, dict)
             and content.get("text")
         ):
-            return at
-    return None
+            found.append((at, update.get("messageId")))
+    return found
+
+
+def model_chunk(exchange: Exchange, session_id: str, requested: float) -> tuple[float | None, float | None]:
+    """When the model's own message began (its first text chunk) and when anything the agent said before it began.
+
+    The model's message is the one the turn ends with: where the agent gives its chunks a messageId, the first chunk
+    with the last chunk's id; where it does not, the first chunk after the model request reached the server
+    (`requested`, on this process's clock). A chunk before it is the agent's own (a note)."""
+    chunks = text_chunks(exchange, session_id)
+    if not chunks:
+        return None, None
+    last_id = chunks[-1][1]
+    if last_id is not None:
+        first = next(at for at, message_id in chunks if message_id == last_id)
+    else:
+        first = next((at for at, _ in chunks if at >= requested), chunks[0][0])
+    before = [at for at, _ in chunks if at < first]
+    return first, before[0] if before else None
 
 
 def prompt(client: BenchClient, llm: FakeLLM, session_id: str, kind: str) -> Turn:
@@ -202,4 +225,5 @@ def prompt(client: BenchClient, llm: FakeLLM, session_id: str, kind: str) -> Tur
         time.sleep(0.001)
     if requests[-1].timing.finished is None:
         raise BenchFailure(f"{kind} prompt: the server never finished its reply")
-    return Turn(exchange, first_text_chunk(exchange, session_id), requests)
+    first, note = model_chunk(exchange, session_id, requests[0].timing.arrived)
+    return Turn(exchange, first, requests, note)

@@ -25,8 +25,12 @@ Runs interleave the agents round-robin, the first agent moving one place each ro
 counted, and where a first start leaves bytecode behind) precedes --runs counted ones. Figures are medians over the
 counted runs (all warm pairs of all runs for the round trip), [min-max] beside them:
   spawn -> ready            spawn to the session/new response
-  first chunk               prompt sent to the first agent_message_chunk with text, and spawn to it; "model
-                            request": prompt sent to the request's arrival at the server (what the agent did first)
+  first chunk               prompt sent to the first agent_message_chunk with text of the model's own message
+                            (the agent's messageId of the turn's last message; for an agent without ids, the
+                            first chunk after the model request reached the server), and spawn to it; "model
+                            request": prompt sent to the request's arrival at the server (what the agent did first);
+                            "its own note first": prompt sent to a chunk the agent said before the model's (such as
+                            what stands in for a capability the client lacks), apart
   round trip (server)       a tool prompt's second model request arriving minus its first reply's last byte: tool
                             call, permission, fs, tool result back to the model, all the agent's
   round trip (client)       median(tool prompt) - median(text prompt), from the client's clock
@@ -187,6 +191,8 @@ def run_at_once(setup: Setup, key: str) -> dict[str, Any]:
             raise BenchFailure("the first text prompt streamed no agent_message_chunk")
         figures["at_once_chunk"] = first.first_chunk - first.exchange.sent
         figures["at_once_spawn_chunk"] = first.first_chunk - spawned.started
+        if first.first_note is not None:
+            figures["at_once_note"] = first.first_note - first.exchange.sent
         figures["at_once_request"] = first.requests[0].timing.arrived - first.exchange.sent
         figures["first_reply_end"] = first.reply_end_to_response
         texts: list[float] = []
@@ -226,6 +232,8 @@ def run_idle(setup: Setup, key: str) -> dict[str, Any]:
             "idle_chunk": turn.first_chunk - turn.exchange.sent,
             "idle_request": turn.requests[0].timing.arrived - turn.exchange.sent,
         }
+        if turn.first_note is not None:
+            figures["idle_note"] = turn.first_note - turn.exchange.sent
     except BaseException:  # a failure, a bug or ^C: the agent does not outlive its run
         stop(spawned)
         raise

@@ -12,6 +12,8 @@ most `USAGE_WAIT`, the tail of the last answer's stream), so the prompt's respon
 usage. Near the context window, and when the provider says the request no longer fits, older turns are
 compacted into a summary.
 
+A turn that changed files and ends without having checked them may get one follow-up first (`agent.finish_check`).
+
 A message the user sends while the turn runs (`_session/steering`: `session.steering`) reaches the model at
 its next request: after the tool calls of the answer before, as a user message shown in its place; a turn that
 would end with one waiting carries on with it. A cancel leaves what waits out of the conversation.
@@ -33,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from coder_agent.agent import call_groups, system_prompt
+from coder_agent.agent import call_groups, finish_check, system_prompt
 from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.user_message import to_user_message
@@ -96,6 +98,7 @@ class Turn:
         self.thought_id = new_message_id()
         self.looped = False
         """The turn stopped because the model kept making the same call with the same result."""
+        self.finish_check = finish_check.FinishCheck(ctx, tools)
 
     @property
     def history(self) -> list[Message]:
@@ -189,6 +192,10 @@ class Turn:
                     self.add_tool_result(call.id, "Not run: the model's output was cut at max_tokens.")
                 return "max_tokens"
             if not turn.tool_calls:
+                if (follow_up := self.finish_check.follow_up()) is not None:  # files changed, nothing checked them
+                    await self.say(f"\n\n{finish_check.NOTE}\n\n")
+                    self.conversation.append({"role": "user", "content": follow_up})
+                    continue
                 if self.ctx.steering.close_unless_waiting():
                     return "end_turn"
                 continue  # the user said more meanwhile: the model answers that too
@@ -251,6 +258,7 @@ class Turn:
                 if isinstance(outcome, TurnCancelled):
                     return "cancelled"
                 images += self.add_tool_result(call.id, outcome.output)
+                self.finish_check.saw(call, outcome)
                 self.ctx.save_soon()
                 waiting = waiting or outcome.ends_turn
                 if self.repeating(call, outcome):

@@ -161,6 +161,11 @@ class Config(BaseModel):
     checker_timeout: float = Field(default=10.0, gt=0, le=300)
     """The most seconds a checker may run; it is killed after that."""
 
+    check_before_finishing: bool = True
+    """In `auto`, `full-auto` and `coder-agent run`: a turn that changed files and ends without having run a command
+    that checks them (tests, a build, a checker) since gets one follow-up asking the model to verify, or to say why
+    it cannot."""
+
     edit_tool: EditTool = "auto"
     """How the model edits files: "apply_patch" (the patch format OpenAI's GPT-5, GPT-4.1, o3/o4 and codex models
     were trained on), "edit_file" (exact string replacements), or "auto": apply_patch for those families, edit_file

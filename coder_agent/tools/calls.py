@@ -70,6 +70,10 @@ class ToolSet(Protocol):
         """Whether calls of this tool only read: consecutive ones run side by side (see `agent.call_groups`)."""
         ...
 
+    def changes_files(self, name: str) -> bool:
+        """Whether a call of this tool that succeeds changed files (a built-in edit: see `agent.finish_check`)."""
+        ...
+
     async def run(self, call: ToolCallRequest, before_asking: BeforeAsking | None = None) -> ToolResult:
         """Run one call end to end, reporting it to the client; raise TurnCancelled only on a user cancel.
         `before_asking` is awaited before the call asks the user's permission, if it does."""

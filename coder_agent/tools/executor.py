@@ -79,6 +79,10 @@ class ToolExecutor:
         tool = session_tools(self.ctx.mcp).get(name)
         return tool is not None and tool.read_only and tool.announced and self._offers(name)
 
+    def changes_files(self, name: str) -> bool:
+        tool = session_tools(self.ctx.mcp).get(name)
+        return name in BUILTIN_NAMES and tool is not None and tool.kind in ("edit", "delete", "move")
+
     def _offers(self, name: str) -> bool:
         return self.only is None or name in self.only or name not in BUILTIN_NAMES
 

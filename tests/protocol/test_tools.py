@@ -272,7 +272,10 @@ async def test_without_fs_or_terminal_the_agent_uses_disk_and_subprocesses(tmp_p
             Call("run_command", {"command": f"sleep 60 & echo $! > {marker}; exit 0"}),
         )
     )
-    async with tool_agent(tmp_path, model, fs=False, terminal=False, mode="full-auto") as (
+    # check_before_finishing off: the script ends after its edit and commands (none of which checks it)
+    async with tool_agent(
+        tmp_path, model, fs=False, terminal=False, mode="full-auto", check_before_finishing=False
+    ) as (
         client,
         editor,
         session,
