@@ -6,7 +6,8 @@ file. Each run takes two fresh agent processes:
 
   at once      initialize, session/new and the first prompt sent as soon as each answer arrives (the prompt goes out
                right after session/new answers, while litellm is still loading): spawn → ready (session/new
-               answered), and spawn → first agent_message_chunk of that prompt.
+               answered), and spawn → the first agent_message_chunk of the model's own message in that prompt
+               (its messageId: a note of the agent's own before it does not count).
   after idle   initialize and session/new, then the agent is left alone until its CPU time stops growing (litellm's
                background import done) and ``--idle`` more seconds pass. Then:
                  first prompt    prompt sent → first chunk, and prompt sent → the request reaching the server
@@ -173,23 +174,27 @@ class Prompt:
 
 
 def prompt(agent: JsonLinesAgent, session: str, text: str) -> Prompt:
-    """Send a prompt; when its first agent_message_chunk and its response arrive."""
+    """Send a prompt; when the first agent_message_chunk of the model's own message and the response arrive.
+
+    The model's message is the one the prompt ends with (the messageId of its last chunk): a note of the agent's
+    own before it (its own id) is not the model's first word."""
     agent.next_id += 1
     req_id = agent.next_id
     sent = time.perf_counter()
     params = {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
     agent.send({"jsonrpc": "2.0", "id": req_id, "method": "session/prompt", "params": params})
-    first: float | None = None
+    chunks: list[tuple[float, Any]] = []
     deadline = sent + TIMEOUT
     while True:
         while agent.pending:
             msg, _, at = agent.pending.popleft()
             update = (msg.get("params") or {}).get("update") or {}
-            if first is None and update.get("sessionUpdate") == "agent_message_chunk":
-                first = at
+            if update.get("sessionUpdate") == "agent_message_chunk":
+                chunks.append((at, update.get("messageId")))
             if msg.get("id") == req_id:
                 if "error" in msg:
                     raise BenchFailure(f"session/prompt answered {json.dumps(msg)[:300]}")
+                first = next((when for when, message in chunks if message == chunks[-1][1]), None) if chunks else None
                 return Prompt(sent, first, at, str(msg["result"].get("stopReason")))
         if agent.eof:
             raise BenchFailure(f"the agent exited during a prompt; exit code {agent.proc.poll()}")
