@@ -1,0 +1,217 @@
+"""A session's language servers: started lazily, one per root folder and server kind, the first time a file they
+check is edited; what they said before and after an edit; their ends.
+
+A server that cannot be found, cannot start within `start_timeout`, or dies is not started again for that root in
+this session (a crashing server would cost every edit its start), and the session is told once, in a notice, that
+the edits of those files get only the syntax check. A server whose answer is late (beyond `wait`) costs that edit
+its diagnostics, not the server. Servers start only where the session's commands are sandboxed, unless the config's
+`without_sandbox` says otherwise (they load the project's own code: see `LspConfig.without_sandbox`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+
+from coder_agent.lsp.connection import CommandWrapper, ServerConnection, ServerFailed, command_line
+from coder_agent.lsp.diagnostics import Diagnostic, new_since
+from coder_agent.lsp.servers import ServerKind, find_command, kind_for, root_for, server_kinds
+from coder_agent.lsp.settings import LspConfig
+from coder_agent.secrets import child_environ
+
+log = logging.getLogger(__name__)
+
+MAX_FILE_CHARS = 2_000_000
+"""Files longer than this are not sent to a server (a generated or minified file: slow, and not what was meant)."""
+
+Tell = Callable[[str, str], Awaitable[None]]
+"""Tell the user something once (title, description): a notice."""
+
+
+@dataclass(frozen=True)
+class EditDiagnostics:
+    """What a server said of one edited file."""
+
+    path: Path
+    server: str
+    new: list[Diagnostic]
+    """Errors and warnings the edit introduced (see `diagnostics.new_since`)."""
+    after: list[Diagnostic]
+    """Everything the server reports for the file now."""
+    baseline: bool = True
+    """What the server said before the edit is known (False: `new` is every error and warning there is now)."""
+
+
+class LanguageServers:
+    """One session's language servers (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: LspConfig,
+        roots: Sequence[Path],
+        tasks: TaskGroup,
+        *,
+        wrap: CommandWrapper | None,
+        sandboxed: bool,
+        tell: Tell,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._config = config
+        self._roots = tuple(roots)
+        self._tasks = tasks
+        self._wrap = wrap
+        self._sandboxed = sandboxed
+        self._tell = tell
+        self._environ = environ
+        self._kinds = server_kinds(config)
+        self._servers: dict[tuple[str, Path], ServerConnection] = {}
+        self._starting: dict[tuple[str, Path], anyio.Lock] = {}
+        self._given_up: set[tuple[str, Path]] = set()
+        self._told: set[str] = set()
+        self._last: dict[Path, list[Diagnostic]] = {}
+        """What the agent last learnt of each file it checked (for the workspace's error count)."""
+        self._closed = False
+
+    @property
+    def enabled(self) -> bool:
+        return self._config.enabled and (self._sandboxed or self._config.without_sandbox)
+
+    def checks(self, path: Path) -> bool:
+        """A server would check `path` (its kind is known; it may still be missing)."""
+        return self.enabled and kind_for(path, self._kinds) is not None
+
+    async def after_edit(self, path: Path, old: str | None, new: str) -> EditDiagnostics | None:
+        """The diagnostics `new` (the file's text after an edit) has that `old` (before; None: a new file) did not.
+        None when no server checks the file or its answer did not come in time; never raises."""
+        if not self.enabled or len(new) > MAX_FILE_CHARS or "\0" in new:
+            return None
+        server = await self._server_for(path)
+        if server is None:
+            return None
+        try:
+            before: list[Diagnostic] | None = []
+            if old is not None and server.knows(path, old):
+                before = self._last.get(path, [])
+            elif old is not None:
+                before = await server.diagnostics_of(path, old, self._wait(server))
+            after = await server.diagnostics_of(path, new, self._wait(server))
+        except ServerFailed as exc:
+            await self._give_up(server, str(exc))
+            return None
+        if after is None:
+            log.info("%s: no diagnostics for %s within the wait", server.name, path)
+            return None
+        server.analysed = True
+        self._last[path] = after
+        return EditDiagnostics(path, server.name, new_since(before or [], after), after, before is not None)
+
+    async def current(self, path: Path, text: str) -> tuple[str, list[Diagnostic]] | None:
+        """(server name, every diagnostic of `path` holding `text`), or None when no server gives them in time."""
+        if not self.enabled or len(text) > MAX_FILE_CHARS or "\0" in text:
+            return None
+        server = await self._server_for(path)
+        if server is None:
+            return None
+        try:
+            found = await server.diagnostics_of(path, text, self._wait(server))
+        except ServerFailed as exc:
+            await self._give_up(server, str(exc))
+            return None
+        if found is None:
+            return None
+        server.analysed = True
+        self._last[path] = found
+        return server.name, found
+
+    def forget(self, path: Path) -> None:
+        """`path` was deleted: close it in its server, drop what was known of it."""
+        self._last.pop(path, None)
+        for server in self._servers.values():
+            server.forget(path)
+
+    def known(self) -> dict[Path, list[Diagnostic]]:
+        """What the agent last learnt of each file a server checked."""
+        return {path: list(found) for path, found in self._last.items()}
+
+    def _wait(self, server: ServerConnection) -> float:
+        """The first analysis may load the whole project: until one came, a server gets the start's time."""
+        return self._config.wait if server.analysed else max(self._config.wait, self._config.start_timeout)
+
+    async def _server_for(self, path: Path) -> ServerConnection | None:
+        kind = kind_for(path, self._kinds)
+        if kind is None or self._closed:
+            return None
+        root = root_for(path, self._roots, kind)
+        if root is None:
+            return None
+        key = (kind.name, root)
+        if key in self._given_up:
+            return None
+        server = self._servers.get(key)
+        if server is not None and server.usable:
+            return server
+        lock = self._starting.setdefault(key, anyio.Lock())
+        async with lock:
+            server = self._servers.get(key)
+            if server is not None and server.usable:
+                return server
+            if key in self._given_up or self._closed:
+                return None
+            return await self._start(kind, root, key)
+
+    async def _start(self, kind: ServerKind, root: Path, key: tuple[str, Path]) -> ServerConnection | None:
+        environ = child_environ() if self._environ is None else dict(self._environ)
+        command = find_command(kind, environ)
+        if command is None:
+            self._given_up.add(key)
+            names = " or ".join(f"`{c[0]}`" for c in kind.commands)
+            await self._tell_once(
+                f"missing:{kind.name}",
+                f"No {kind.name} language server: edits get the syntax check only",
+                f"{names} is not on PATH. Install one, or name another in the config's [lsp.servers.{kind.name}].",
+            )
+            return None
+        server = ServerConnection(kind, root, command, self._wrap)
+        self._servers[key] = server
+        try:
+            await server.start(self._tasks, self._config.start_timeout)
+        except ServerFailed as exc:
+            await self._give_up(server, str(exc))
+            return None
+        log.info("started %s for %s (%s)", server.name, root, command_line(command))
+        return server
+
+    async def _give_up(self, server: ServerConnection, why: str) -> None:
+        key = (server.kind.name, server.root)
+        self._given_up.add(key)
+        self._servers.pop(key, None)
+        self._tasks.start_soon(server.aclose)
+        await self._tell_once(
+            f"failed:{server.kind.name}:{server.root}",
+            f"The {server.kind.name} language server stopped: edits get the syntax check only",
+            why,
+        )
+
+    async def _tell_once(self, key: str, title: str, description: str) -> None:
+        if key in self._told:
+            return
+        self._told.add(key)
+        log.warning("%s (%s)", title, description)
+        try:
+            await self._tell(title, description)
+        except Exception:
+            log.exception("could not tell the user about the language server")
+
+    async def aclose(self) -> None:
+        """End every server (shutdown, exit, then its process group)."""
+        self._closed = True
+        servers, self._servers = list(self._servers.values()), {}
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as group:
+                for server in servers:
+                    group.start_soon(server.aclose)
