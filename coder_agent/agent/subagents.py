@@ -172,6 +172,7 @@ class Subagents:
                 mcp=None if explore else parent.mcp,
                 sandbox=parent.sandbox,
                 jobs=parent.jobs,
+                lsp=parent.lsp,
                 tasks=child_tasks,
                 steering=SteeringInbox(),  # the user's messages go to the parent's turn
                 auto_compact=parent.auto_compact,

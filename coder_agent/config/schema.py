@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from coder_agent.lsp.settings import LspConfig
 from coder_agent.permissions.modes import ModeName
 from coder_agent.sandbox.settings import SandboxConfig
 
@@ -175,6 +176,9 @@ class Config(BaseModel):
 
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """How commands are contained: the walls around them, their network, their limits."""
+
+    lsp: LspConfig = Field(default_factory=LspConfig)
+    """Language servers that check each edit (`[lsp]`): which, and how long to wait for them."""
 
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     """Sub-agents (`task`): how many at once, their step and time limits, their models."""

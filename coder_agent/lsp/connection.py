@@ -37,7 +37,7 @@ from coder_agent.process import spawn_group, stop_group
 from coder_agent.secrets import child_environ
 
 if TYPE_CHECKING:
-    from pygls.lsp.client import BaseLanguageClient
+    from pygls.lsp.client import LanguageClient
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class ServerConnection:
         self.command = command
         self._wrap = wrap
         self._process: Process | None = None
-        self._client: BaseLanguageClient | None = None
+        self._client: LanguageClient | None = None
         self._writer = _Writer()
         self._documents: dict[str, _Document] = {}
         self._published: dict[str, _Published] = {}
@@ -153,7 +153,7 @@ class ServerConnection:
         """Spawn the server and finish `initialize`; ServerFailed when it cannot, within `timeout` seconds."""
         from lsprotocol import types
         from pygls.io_ import run_async
-        from pygls.lsp.client import BaseLanguageClient
+        from pygls.lsp.client import LanguageClient
 
         from coder_agent import __version__
 
@@ -172,7 +172,7 @@ class ServerConnection:
         finally:
             os.close(write_fd)
         process = self._process
-        client = BaseLanguageClient("coder-agent", __version__)
+        client = LanguageClient("coder-agent", __version__)
         self._client = client
         self._register(client)
         client.protocol.set_writer(self._writer)
@@ -197,10 +197,9 @@ class ServerConnection:
                 types.DidChangeConfigurationParams(settings=dict(self.kind.settings))
             )
 
-    def _register(self, client: BaseLanguageClient) -> None:
+    def _register(self, client: LanguageClient) -> None:
         from lsprotocol import types
 
-        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def published(params: types.PublishDiagnosticsParams) -> None:
             entry = self._published.setdefault(params.uri, _Published())
             entry.diagnostics = from_lsp(params.diagnostics)
@@ -209,21 +208,23 @@ class ServerConnection:
             self._news.set()
             self._news = anyio.Event()
 
-        @client.feature(types.WORKSPACE_CONFIGURATION)
         def configuration(params: types.ConfigurationParams) -> list[Any]:
             settings = self.kind.settings or {}
             return [_section(settings, item.section) for item in params.items]
 
-        @client.feature(types.WORKSPACE_WORKSPACE_FOLDERS)
         def folders(_params: None) -> list[types.WorkspaceFolder]:
             return [types.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name)]
 
-        for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE, types.PROGRESS, types.TELEMETRY_EVENT):
-            client.feature(method)(_ignore)
-        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register(params: types.RegistrationParams) -> None:
             if any(r.method == types.TEXT_DOCUMENT_DIAGNOSTIC for r in params.registrations):
                 self.pulls = True  # offered later rather than in initialize's answer (basedpyright, pyright)
+
+        _handle(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, published)
+        _handle(client, types.WORKSPACE_CONFIGURATION, configuration)
+        _handle(client, types.WORKSPACE_WORKSPACE_FOLDERS, folders)
+        _handle(client, types.CLIENT_REGISTER_CAPABILITY, register)
+        for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE, types.PROGRESS, types.TELEMETRY_EVENT):
+            _handle(client, method, _ignore)
 
         for method in (
             types.CLIENT_UNREGISTER_CAPABILITY,
@@ -231,7 +232,7 @@ class ServerConnection:
             types.WINDOW_SHOW_MESSAGE_REQUEST,
             types.WORKSPACE_DIAGNOSTIC_REFRESH,
         ):
-            client.feature(method)(_answer_nothing)
+            _handle(client, method, _answer_nothing)
 
     async def _read(self, run_async: Any, reader: _Reader) -> None:
         assert self._client is not None
@@ -257,7 +258,8 @@ class ServerConnection:
 
     async def _pump_stdin(self) -> None:
         process = self._process
-        assert process is not None and process.stdin is not None
+        assert process is not None
+        assert process.stdin is not None
         try:
             async with self._writer.receive:
                 async for data in self._writer.receive:
@@ -319,7 +321,9 @@ class ServerConnection:
             self._documents[uri] = _Document(text, version)
             client.text_document_did_open(
                 types.DidOpenTextDocumentParams(
-                    types.TextDocumentItem(uri=uri, language_id=language_id(path, self.kind), version=version, text=text)
+                    types.TextDocumentItem(
+                        uri=uri, language_id=language_id(path, self.kind), version=version, text=text
+                    )
                 )
             )
         if self.pulls:
@@ -384,7 +388,7 @@ class ServerConnection:
                 out[_path_of(uri)] = list(entry.diagnostics)
         return out
 
-    def _require(self) -> BaseLanguageClient:
+    def _require(self) -> LanguageClient:
         if self.failure is not None:
             raise ServerFailed(self.failure)
         if self._client is None or self._process is None:
@@ -411,6 +415,11 @@ class ServerConnection:
                 await stop_group(process, stdin_grace=SHUTDOWN_GRACE, grace=SHUTDOWN_GRACE)
                 with contextlib.suppress(Exception):
                     await process.aclose()
+
+
+def _handle(client: Any, method: str, handler: Callable[..., Any]) -> None:
+    """Answer (or take) the server's `method` with `handler` (pygls's feature registration, untyped)."""
+    client.feature(method)(handler)
 
 
 def _answer_nothing(_params: Any) -> None:

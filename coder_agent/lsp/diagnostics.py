@@ -62,7 +62,9 @@ def from_lsp(items: Iterable[Any]) -> list[Diagnostic]:
 
 
 def _one(item: Any) -> Diagnostic | None:
-    get = item.get if isinstance(item, Mapping) else lambda name: getattr(item, name, None)
+    def get(name: str) -> Any:
+        return _field(item, name)
+
     start = _field(get("range"), "start")
     line, character = _field(start, "line"), _field(start, "character")
     message = get("message")

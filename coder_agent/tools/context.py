@@ -104,6 +104,8 @@ class ToolContext:
         self._bridge = turn.bridge
         self._sandbox = turn.sandbox
         self.jobs = turn.jobs
+        self.lsp = turn.lsp
+        """The project's language servers that check edits (None: none to ask)."""
         self._switch_mode = turn.switch_mode
         self.delegate = turn.delegate
         """Runs `task` calls as sub-agents (None in a sub-agent's own calls)."""

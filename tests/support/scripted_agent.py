@@ -31,8 +31,10 @@ def write_config(path: Path, values: dict[str, Any]) -> Path:
 
 
 def scripted_source(tmp_path: Path, **fields: Any) -> ConfigSource:
-    """Config sources with a model string no provider owns (so no key is needed) and `fields` in a file."""
-    config = write_config(tmp_path / "scripted-config.toml", {"model": "scripted/model", **fields})
+    """Config sources with a model string no provider owns (so no key is needed) and `fields` in a file. Language
+    servers are off unless `fields` turn them on (a server found on PATH would otherwise check every test's edits)."""
+    values = {"model": "scripted/model", "lsp": {"enabled": False}, **fields}
+    config = write_config(tmp_path / "scripted-config.toml", values)
     return ConfigSource(CliOverrides(config_file=config), environ={}, user_config_path=tmp_path / "no-user.toml")
 
 
