@@ -70,7 +70,7 @@ from coder_agent.tools.registry import BUILTIN_NAMES
 
 log = logging.getLogger(__name__)
 
-EXPLORE_TOOLS = frozenset({"read_file", "glob", "grep", "fetch", "update_plan"})
+EXPLORE_TOOLS = frozenset({"read_file", "glob", "grep", "diagnostics", "fetch", "update_plan"})
 GENERAL_TOOLS = BUILTIN_NAMES - {"task", "ask_user", "propose_plan"}
 MAX_ANSWER_CHARS = 20_000
 """A child's answer the parent model reads at most (its beginning and end)."""
