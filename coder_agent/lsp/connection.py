@@ -48,9 +48,8 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 STDERR_TAIL_LINES = 12
 SHUTDOWN_GRACE = 1.0
-SETTLE_FRACTION = 0.2
-"""Of the wait after an edit: how long a publishing server must stay quiet before its diagnostics count as done."""
-MIN_SETTLE = 0.15
+STDERR_GRACE = 0.5
+INTERPRETERS = ("python", "node", "bun", "deno", "java", "ruby", "perl")
 
 
 class ServerFailed(Exception):
@@ -137,13 +136,21 @@ class ServerConnection:
         self._published: dict[str, _Published] = {}
         self._news = anyio.Event()
         self.stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_done = anyio.Event()
         self.pulls = False
         """The server offers diagnostics on request (`textDocument/diagnostic`)."""
         self.failure: str | None = None
         """Why the server is no longer usable; None while it is."""
         self.analysed = False
         """It has given diagnostics once (later waits are the short one)."""
-        self.name = Path(command[0]).name
+        program = Path(command[0]).name
+        self.name = kind.name if program.startswith(INTERPRETERS) else program
+        """The server as the user reads it: its program, or its kind when the program is an interpreter."""
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (the leader of its process group); None before it started."""
+        return self._process.pid if self._process is not None else None
 
     @property
     def usable(self) -> bool:
@@ -248,8 +255,7 @@ class ServerConnection:
 
     def _lost(self, why: str) -> None:
         if self.failure is None:
-            tail = "; its last lines: " + " | ".join(self.stderr) if self.stderr else ""
-            self.failure = f"{self.name} stopped: {why}{tail}"
+            self.failure = f"{self.name} stopped: {why}"
         if self._client is not None:
             for future in list(self._client.protocol._request_futures.values()):
                 if not future.done():
@@ -268,12 +274,22 @@ class ServerConnection:
             self._lost("it stopped reading")
 
     async def _pump_stderr(self, fd: int) -> None:
-        async with anyio.wrap_file(os.fdopen(fd, "rb", buffering=0)) as stream:
-            async for raw in stream:
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
-                    self.stderr.append(line[:300])
-                    log.debug("%s: %s", self.name, line[:1000])
+        try:
+            async with anyio.wrap_file(os.fdopen(fd, "rb", buffering=0)) as stream:
+                async for raw in stream:
+                    line = raw.decode("utf-8", "replace").rstrip()
+                    if line:
+                        self.stderr.append(line[:300])
+                        log.debug("%s: %s", self.name, line[:1000])
+        finally:
+            self._stderr_done.set()
+
+    async def explain(self, why: str) -> str:
+        """`why`, with the last lines the server wrote to stderr (waited for briefly: a dying server's last words
+        often arrive after its output ended)."""
+        with anyio.move_on_after(STDERR_GRACE):
+            await self._stderr_done.wait()
+        return why + ("; its last lines: " + " | ".join(self.stderr) if self.stderr else "")
 
     async def _request(self, request: Awaitable[Any], timeout: float, what: str) -> Any:
         with anyio.move_on_after(timeout) as scope:
@@ -295,9 +311,10 @@ class ServerConnection:
         document = self._documents.get(path.as_uri())
         return document is not None and document.text == text
 
-    async def diagnostics_of(self, path: Path, text: str, wait: float) -> list[Diagnostic] | None:
+    async def diagnostics_of(self, path: Path, text: str, wait: float, settle: float) -> list[Diagnostic] | None:
         """Tell the server `path` now holds `text` (opened, or changed and saved), and return its diagnostics for
-        it: None when they did not come within `wait` seconds. ServerFailed when the server is gone."""
+        it: None when they did not come within `wait` seconds (a publishing server's count as complete once it has
+        been quiet for `settle` seconds). ServerFailed when the server is gone."""
         from lsprotocol import types
 
         client = self._require()
@@ -328,7 +345,7 @@ class ServerConnection:
             )
         if self.pulls:
             return await self._pull(uri, wait)
-        return await self._collect(uri, seen, version, wait)
+        return await self._collect(uri, seen, version, wait, settle)
 
     async def _pull(self, uri: str, wait: float) -> list[Diagnostic] | None:
         from lsprotocol import types
@@ -348,9 +365,8 @@ class ServerConnection:
                 return from_lsp(items) if items is not None else None
         return None
 
-    async def _collect(self, uri: str, seen: int, version: int, wait: float) -> list[Diagnostic] | None:
-        """The publications for `uri` after the `seen`-th, until the server has been quiet a while."""
-        settle = max(MIN_SETTLE, wait * SETTLE_FRACTION)
+    async def _collect(self, uri: str, seen: int, version: int, wait: float, settle: float) -> list[Diagnostic] | None:
+        """The publications for `uri` after the `seen`-th, until the server has been quiet for `settle` seconds."""
         result: list[Diagnostic] | None = None
         with anyio.move_on_after(wait):
             while True:

@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 MAX_FILE_CHARS = 2_000_000
 """Files longer than this are not sent to a server (a generated or minified file: slow, and not what was meant)."""
 
+SETTLE_FRACTION = 0.2
+"""Of the wait after an edit: how long a publishing server must stay quiet before its diagnostics count as done."""
+MIN_SETTLE = 0.15
+
 Tell = Callable[[str, str], Awaitable[None]]
 """Tell the user something once (title, description): a notice."""
 
@@ -98,8 +102,8 @@ class LanguageServers:
             if old is not None and server.knows(path, old):
                 before = self._last.get(path, [])
             elif old is not None:
-                before = await server.diagnostics_of(path, old, self._wait(server))
-            after = await server.diagnostics_of(path, new, self._wait(server))
+                before = await server.diagnostics_of(path, old, self._wait(server), self._settle)
+            after = await server.diagnostics_of(path, new, self._wait(server), self._settle)
         except ServerFailed as exc:
             await self._give_up(server, str(exc))
             return None
@@ -118,7 +122,7 @@ class LanguageServers:
         if server is None:
             return None
         try:
-            found = await server.diagnostics_of(path, text, self._wait(server))
+            found = await server.diagnostics_of(path, text, self._wait(server), self._settle)
         except ServerFailed as exc:
             await self._give_up(server, str(exc))
             return None
@@ -134,9 +138,18 @@ class LanguageServers:
         for server in self._servers.values():
             server.forget(path)
 
+    def running(self) -> list[ServerConnection]:
+        """The servers started and not given up."""
+        return list(self._servers.values())
+
     def known(self) -> dict[Path, list[Diagnostic]]:
         """What the agent last learnt of each file a server checked."""
         return {path: list(found) for path, found in self._last.items()}
+
+    @property
+    def _settle(self) -> float:
+        """How long a publishing server must stay quiet before its diagnostics count as complete."""
+        return max(MIN_SETTLE, self._config.wait * SETTLE_FRACTION)
 
     def _wait(self, server: ServerConnection) -> float:
         """The first analysis may load the whole project: until one came, a server gets the start's time."""
@@ -191,10 +204,12 @@ class LanguageServers:
         self._given_up.add(key)
         self._servers.pop(key, None)
         self._tasks.start_soon(server.aclose)
+        started = server.analysed or server.pulls or "initialize" not in why
         await self._tell_once(
             f"failed:{server.kind.name}:{server.root}",
-            f"The {server.kind.name} language server stopped: edits get the syntax check only",
-            why,
+            f"The {server.kind.name} language server {'stopped' if started else 'could not start'}: edits get the "
+            "syntax check only",
+            await server.explain(why),
         )
 
     async def _tell_once(self, key: str, title: str, description: str) -> None:
