@@ -49,6 +49,8 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 STDERR_TAIL_LINES = 12
 SHUTDOWN_GRACE = 1.0
 STDERR_GRACE = 0.5
+PULL_RETRY_PAUSE = 0.1
+"""Before asking a server that refused (busy) for a file's diagnostics again."""
 INTERPRETERS = ("python", "node", "bun", "deno", "java", "ruby", "perl")
 
 
@@ -353,13 +355,14 @@ class ServerConnection:
         client = self._require()
         params = types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
         with anyio.move_on_after(wait):
-            for _ in range(3):  # a server may ask to be asked again (ServerCancelled, retriggerRequest)
+            while True:  # a busy server may ask to be asked again (ServerCancelled, retriggerRequest)
                 try:
                     report = await client.text_document_diagnostic_async(params)
                 except Exception as exc:
                     if self.failure is not None:
                         raise ServerFailed(self.failure) from None
-                    log.debug("%s: textDocument/diagnostic failed: %s", self.name, exc)
+                    log.debug("%s: textDocument/diagnostic failed, asking again: %s", self.name, exc)
+                    await anyio.sleep(PULL_RETRY_PAUSE)
                     continue
                 items = getattr(report, "items", None)
                 return from_lsp(items) if items is not None else None
