@@ -214,8 +214,7 @@ class ServerConnection:
             entry.diagnostics = from_lsp(params.diagnostics)
             entry.version = params.version
             entry.count += 1
-            self._news.set()
-            self._news = anyio.Event()
+            self._wake()
 
         def configuration(params: types.ConfigurationParams) -> list[Any]:
             settings = self.kind.settings or {}
@@ -227,6 +226,7 @@ class ServerConnection:
         def register(params: types.RegistrationParams) -> None:
             if any(r.method == types.TEXT_DOCUMENT_DIAGNOSTIC for r in params.registrations):
                 self.pulls = True  # offered later rather than in initialize's answer (basedpyright, pyright)
+                self._wake()
 
         _handle(client, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, published)
         _handle(client, types.WORKSPACE_CONFIGURATION, configuration)
@@ -254,6 +254,11 @@ class ServerConnection:
             )
         finally:
             self._lost("its output ended")
+
+    def _wake(self) -> None:
+        """Something a wait for diagnostics looks at changed (a publication, a registration)."""
+        self._news.set()
+        self._news = anyio.Event()
 
     def _lost(self, why: str) -> None:
         if self.failure is None:
@@ -347,7 +352,12 @@ class ServerConnection:
             )
         if self.pulls:
             return await self._pull(uri, wait)
-        return await self._collect(uri, seen, version, wait, settle)
+        with anyio.move_on_after(wait) as deadline:
+            found = await self._collect(uri, seen, version, settle)
+            if found is None:  # it offered diagnostics on request meanwhile (registered after initialize)
+                return await self._pull(uri, deadline.deadline - anyio.current_time())
+            return found
+        return None
 
     async def _pull(self, uri: str, wait: float) -> list[Diagnostic] | None:
         from lsprotocol import types
@@ -368,27 +378,28 @@ class ServerConnection:
                 return from_lsp(items) if items is not None else None
         return None
 
-    async def _collect(self, uri: str, seen: int, version: int, wait: float, settle: float) -> list[Diagnostic] | None:
-        """The publications for `uri` after the `seen`-th, until the server has been quiet for `settle` seconds."""
+    async def _collect(self, uri: str, seen: int, version: int, settle: float) -> list[Diagnostic] | None:
+        """The publications for `uri` after the `seen`-th, until the server has been quiet for `settle` seconds; None
+        as soon as the server offers diagnostics on request instead (the caller's deadline bounds the wait)."""
         result: list[Diagnostic] | None = None
-        with anyio.move_on_after(wait):
-            while True:
-                entry = self._published.get(uri)
-                fresh = entry is not None and entry.count > seen and (entry.version is None or entry.version >= version)
-                if fresh and entry is not None:
-                    result = list(entry.diagnostics)
-                    seen = entry.count
-                if self.failure is not None:
-                    raise ServerFailed(self.failure)
-                news = self._news
-                if result is None:
-                    await news.wait()
-                    continue
-                with anyio.move_on_after(settle) as quiet:
-                    await news.wait()
-                if quiet.cancelled_caught:
-                    return result
-        return result
+        while True:
+            entry = self._published.get(uri)
+            fresh = entry is not None and entry.count > seen and (entry.version is None or entry.version >= version)
+            if fresh and entry is not None:
+                result = list(entry.diagnostics)
+                seen = entry.count
+            if self.failure is not None:
+                raise ServerFailed(self.failure)
+            if result is None and self.pulls:
+                return None
+            news = self._news
+            if result is None:
+                await news.wait()
+                continue
+            with anyio.move_on_after(settle) as quiet:
+                await news.wait()
+            if quiet.cancelled_caught:
+                return result
 
     def forget(self, path: Path) -> None:
         """The file is gone: close it in the server."""
