@@ -6,7 +6,8 @@ What it does besides is set by `MARKED_MODE` in its environment, to play a serve
 `silent-start` never answers `initialize`; `garbage` writes lines that are not the protocol to stdout before every
 answer; `flood` publishes 2,000 diagnostics per file 20 times over; `die-later` exits when it is told of a document the
 second time (the agent's next edit);
-`env` adds a warning on line 1 naming every variable of its environment whose name holds KEY or TOKEN.
+`env` adds a warning on line 1 naming every variable of its environment whose name holds KEY or TOKEN, and tries to
+write the file `MARKED_ESCAPE` names (outside the workspace), saying on line 1 whether it could.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ def _diagnostics(text: str) -> list[types.Diagnostic]:
         names = sorted(name for name in os.environ if "KEY" in name.upper() or "TOKEN" in name.upper())
         first = types.Range(types.Position(0, 0), types.Position(0, 1))
         message = "keys in my environment: " + (", ".join(names) or "none")
+        escape = os.environ.get("MARKED_ESCAPE")
+        if escape:
+            try:
+                with open(escape, "w") as planted:
+                    planted.write("written by a language server")
+                message += "; wrote outside"
+            except OSError as exc:
+                message += f"; could not write outside ({exc.strerror})"
         found.append(types.Diagnostic(first, message, types.DiagnosticSeverity.Warning, "ENV"))
     return found
 
