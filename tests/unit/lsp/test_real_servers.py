@@ -10,6 +10,7 @@ TypeScript 7 is installed by `.ci/run` (its `tsc` on PATH). A missing one skips 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -132,7 +133,7 @@ async def server_new_lists(project: Path, file_name: str, texts: Sequence[str]) 
     async with anyio.create_task_group() as tasks:
         pool = LanguageServers(config, [project], tasks, wrap=None, sandboxed=True, tell=tell)
         try:
-            for old, new in zip(texts, texts[1:], strict=False):
+            for old, new in itertools.pairwise(texts):
                 path.write_text(new, encoding="utf-8")
                 found = await pool.after_edit(path, old, new)
                 assert found is not None, f"no diagnostics from the server: {told}"
@@ -145,7 +146,7 @@ async def server_new_lists(project: Path, file_name: str, texts: Sequence[str]) 
 
 
 def cli_new_lists(per_version: Sequence[list[Diagnostic]]) -> list[list[Diagnostic]]:
-    return [new_since(old, new) for old, new in zip(per_version, per_version[1:], strict=False)]
+    return [new_since(old, new) for old, new in itertools.pairwise(per_version)]
 
 
 def comparable(found: Sequence[Diagnostic]) -> list[tuple[int, str, str, str]]:
