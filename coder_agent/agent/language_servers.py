@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from coder_agent.lsp.editor import EditorServers
 from coder_agent.lsp.pool import LanguageServers
 from coder_agent.session.session import Session
 
@@ -27,6 +28,8 @@ def open_language_servers(session: Session) -> LanguageServers | None:
     async def tell(title: str, description: str) -> None:
         await services.bridge.notice("warning", title, description)
 
+    channel = services.bridge.lsp_channel()
+    editor = EditorServers(channel, tuple(state.roots)) if channel is not None else None
     return LanguageServers(
-        settings, tuple(state.roots), services.tasks, wrap=wrap, sandboxed=sandbox is not None, tell=tell
+        settings, tuple(state.roots), services.tasks, wrap=wrap, sandboxed=sandbox is not None, tell=tell, editor=editor
     )

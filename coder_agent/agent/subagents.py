@@ -37,6 +37,7 @@ from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
 from coder_agent.errors import RpcError
+from coder_agent.lsp.editor import LspCall
 from coder_agent.model.base import Model
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import PlanEntry, ToolCallContent
@@ -377,3 +378,6 @@ class ChildBridge:
 
     def subagent_bridge(self, child_id: str) -> None:
         return None  # sub-agents cannot start sub-agents
+
+    def lsp_channel(self) -> LspCall | None:
+        return self.parent.lsp_channel()

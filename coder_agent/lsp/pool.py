@@ -6,6 +6,9 @@ this session (a crashing server would cost every edit its start), and the sessio
 the edits of those files get only the syntax check. A server whose answer is late (beyond `wait`) costs that edit
 its diagnostics, not the server. Servers start only where the session's commands are sandboxed, unless the config's
 `without_sandbox` says otherwise (they load the project's own code: see `LspConfig.without_sandbox`).
+
+Where the editor offers its own servers (`editor.EditorServers`), a file one of them checks is asked of it instead,
+before the edit is written and after (`prefer_editor`): its servers know the project as the user set it up.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.lsp.connection import CommandWrapper, ServerConnection, ServerFailed, command_line
 from coder_agent.lsp.diagnostics import Diagnostic, new_since
+from coder_agent.lsp.editor import EditorServers
 from coder_agent.lsp.servers import ServerKind, find_command, kind_for, root_for, server_kinds
 from coder_agent.lsp.settings import LspConfig
 from coder_agent.secrets import child_environ
@@ -64,8 +68,10 @@ class LanguageServers:
         sandboxed: bool,
         tell: Tell,
         environ: Mapping[str, str] | None = None,
+        editor: EditorServers | None = None,
     ) -> None:
         self._config = config
+        self._editor = editor if config.prefer_editor else None
         self._roots = tuple(roots)
         self._tasks = tasks
         self._wrap = wrap
@@ -83,16 +89,33 @@ class LanguageServers:
 
     @property
     def enabled(self) -> bool:
+        """Servers of our own may be started (the editor's are asked either way)."""
         return self._config.enabled and (self._sandboxed or self._config.without_sandbox)
 
     def checks(self, path: Path) -> bool:
         """A server would check `path` (its kind is known; it may still be missing)."""
         return self.enabled and kind_for(path, self._kinds) is not None
 
+    async def before_write(self, path: Path) -> None:
+        """An edit of `path` is about to be written: the editor's server is asked what it says of the file now (ours
+        are told the old text when the edit is checked, so they need nothing here)."""
+        if self._editor is not None:
+            await self._editor.remember_before(path, self._config.wait)
+
     async def after_edit(self, path: Path, old: str | None, new: str) -> EditDiagnostics | None:
         """The diagnostics `new` (the file's text after an edit) has that `old` (before; None: a new file) did not.
         None when no server checks the file or its answer did not come in time; never raises."""
-        if not self.enabled or len(new) > MAX_FILE_CHARS or "\0" in new:
+        if len(new) > MAX_FILE_CHARS or "\0" in new:
+            return None
+        if self._editor is not None and (editor_server := await self._editor.server_for(path)) is not None:
+            was = [] if old is None else self._editor.take_before(path)
+            now = await self._editor.diagnostics(editor_server, path, self._config.wait)
+            if now is None:
+                return None
+            self._last[path] = now
+            name = f"{editor_server.name} (the editor's)"
+            return EditDiagnostics(path, name, new_since(was or [], now), now, was is not None)
+        if not self.enabled:
             return None
         server = await self._server_for(path)
         if server is None:
@@ -116,7 +139,15 @@ class LanguageServers:
 
     async def current(self, path: Path, text: str) -> tuple[str, list[Diagnostic]] | None:
         """(server name, every diagnostic of `path` holding `text`), or None when no server gives them in time."""
-        if not self.enabled or len(text) > MAX_FILE_CHARS or "\0" in text:
+        if len(text) > MAX_FILE_CHARS or "\0" in text:
+            return None
+        if self._editor is not None and (editor_server := await self._editor.server_for(path)) is not None:
+            found = await self._editor.diagnostics(editor_server, path, self._config.wait)
+            if found is None:
+                return None
+            self._last[path] = found
+            return f"{editor_server.name} (the editor's)", found
+        if not self.enabled:
             return None
         server = await self._server_for(path)
         if server is None:

@@ -229,6 +229,8 @@ class ToolContext:
                 raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
         checkpoints = self._checkpoints
         for change in changes:
+            if self.lsp is not None:
+                await self.lsp.before_write(change.place.path)
             try:
                 await checkpoints.before_change(change.place.path, change.old)
             except CheckpointError as exc:

@@ -14,6 +14,7 @@ import pytest
 
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.sandbox import probe
+from tests.support.editor_lsp import SERVER_ID, EditorLanguageServers
 from tests.support.lsp_servers import MARKED
 from tests.support.scripted_agent import tool_agent
 
@@ -108,3 +109,40 @@ async def test_the_server_runs_inside_the_walls_without_keys(tmp_path: Path, mon
     assert "ANTHROPIC_API_KEY" not in written
     assert "could not write outside" in written
     assert not outside.exists(), "the walls hold for the agent's own language server"
+
+
+async def test_the_editors_own_server_is_asked_before_and_after_the_edit(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            Reply(calls=[Call("read_file", {"path": "e.mk"})]),
+            Reply(calls=[Call("edit_file", {"path": "e.mk", "old_string": "DEF c", "new_string": "ERROR"})]),
+            Reply(calls=[Call("diagnostics", {"path": "e.mk"})]),
+            Reply("Done."),
+        ]
+    )
+    lsp = {"enabled": True}  # no server of our own checks .mk files: only the editor's can
+    options: dict[str, Any] = {"mode": "accept-edits", "lsp": lsp, "client_meta": {"lsp": {}}}
+    async with tool_agent(tmp_path, model, **options) as (client, editor, session, work):
+        servers = EditorLanguageServers(editor, work)
+        servers.extra_servers.append(
+            {
+                "serverId": "other@elsewhere",
+                "name": "other",
+                "workspacePath": str(tmp_path / "another-project"),
+                "fileExtensions": ["mk"],
+                "state": "running",
+                "capabilities": {"diagnosticProvider": {}},
+            }
+        )
+        (work / "e.mk").write_text("DEF c\nUSES c\n")
+        await client.prompt(session, "go")
+    _, edited, checked = tool_results(model)
+    assert "marked (the editor's) reports 2 new problem(s) in e.mk after this edit:" in edited
+    assert "e.mk:1:1: error [E1] an error is marked here" in edited
+    assert "e.mk:2:1: error [E2] 'c' is not defined" in edited
+    assert "marked (the editor's) reports 2 error(s) and 0 warning(s) in e.mk:" in checked
+    uri = (work / "e.mk").as_uri()
+    assert [r["serverId"] for r in servers.requests] == [SERVER_ID] * 3, "before the write, after it, and the tool"
+    assert all(r["sessionId"] == session for r in servers.requests)
+    assert all(r["method"] == "textDocument/diagnostic" for r in servers.requests)
+    assert all(r["params"] == {"textDocument": {"uri": uri}} for r in servers.requests)

@@ -13,30 +13,20 @@ write the file `MARKED_ESCAPE` names (outside the workspace), saying on line 1 w
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rules import diagnostics
 
 MODE = os.environ.get("MARKED_MODE", "")
 server = LanguageServer("marked", "1")
 
 
 def _diagnostics(text: str) -> list[types.Diagnostic]:
-    found = []
-    lines = text.splitlines()
-    defined = {m.group(1) for line in lines if (m := re.match(r"DEF (\w+)", line))}
-    for number, line in enumerate(lines):
-        where = types.Range(types.Position(number, 0), types.Position(number, len(line)))
-        if "ERROR" in line:
-            found.append(types.Diagnostic(where, "an error is marked here", types.DiagnosticSeverity.Error, "E1"))
-        if "WARN" in line:
-            found.append(types.Diagnostic(where, "a warning is marked here", types.DiagnosticSeverity.Warning, "W1"))
-        used = re.match(r"USES (\w+)", line)
-        if used and used.group(1) not in defined:
-            message = f"'{used.group(1)}' is not defined"
-            found.append(types.Diagnostic(where, message, types.DiagnosticSeverity.Error, "E2"))
+    found = [server.protocol._converter.structure(item, types.Diagnostic) for item in diagnostics(text)]
     if MODE == "env":
         names = sorted(name for name in os.environ if "KEY" in name.upper() or "TOKEN" in name.upper())
         first = types.Range(types.Position(0, 0), types.Position(0, 1))
