@@ -5,7 +5,10 @@ Each method validates its params with the pydantic models in `protocol.schema` (
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
 session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
 the connection (`FollowedBy`), never by waiting. Besides ACP's methods (the unstable `session/fork` among them)
-it answers the `_session/steering` extension of Claude's adapter and codex-acp.
+it answers the `_session/steering` extension of Claude's adapter and codex-acp, and rewinds (`_session/rewind` and
+`_session/rewind_points`, the names of claude-agent-acp's PR #966, taking the cursors of `cursor_update` too) and
+messages queued for after the running turn (`_session/inject`, `_session/revoke_inject`, `_session/replace_inject`:
+the v2 draft's shape).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from coder_agent.protocol.schema import (
     PromptRequest,
     PromptResponse,
     ResumeSessionRequest,
+    RewindRequest,
     SessionInfo,
     SessionRequest,
     SetSessionConfigOptionRequest,
@@ -49,6 +53,7 @@ from coder_agent.protocol.schema import (
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.options import session_options
+from coder_agent.session.rewind import rewind_points
 from coder_agent.session.session import Session
 from coder_agent.store import InvalidCursor
 
@@ -57,6 +62,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Any], Awaitable[Any]]
 
 STEERING_METHOD = handshake.STEERING_METHOD
+REWIND_METHOD, REWIND_POINTS_METHOD = handshake.REWIND_METHODS
 SYSTEM_PROMPT_MODES = ("append", "override")
 """The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
@@ -81,6 +87,8 @@ class AcpServer:
             "session/close": self.close_session,
             "session/delete": self.delete_session,
             STEERING_METHOD: self.steer,
+            REWIND_METHOD: self.rewind,
+            REWIND_POINTS_METHOD: self.rewind_points,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -134,7 +142,8 @@ class AcpServer:
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
         subagents = self.client_capabilities.subagents is not None
-        for child, event in session.state.replay.replayed(compaction=compaction, subagents=subagents):
+        cursors = set(session.state.conversation.cursors) if self.client_capabilities.shows_cursors else None
+        for child, event in session.state.replay.replayed(compaction=compaction, subagents=subagents, cursors=cursors):
             await self.peer.notify("session/update", {"sessionId": child or session.id, "update": event})
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
@@ -152,7 +161,14 @@ class AcpServer:
         cwd, extra = _folders(request.cwd, request.additional_directories)
         addition = _addition(request.system_prompt)
         session = await self.manager.fork(
-            request.session_id, cwd, extra, request.mcp_servers, self._client, request.message_id, addition
+            request.session_id,
+            cwd,
+            extra,
+            request.mcp_servers,
+            self._client,
+            request.message_id,
+            addition,
+            request.cursor_id,
         )
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
@@ -208,6 +224,30 @@ class AcpServer:
         else:
             response = SteeringResponse(outcome="promptRequired", reason="noRunningTurn")
         return response.wire()
+
+    async def rewind(self, params: Any) -> dict[str, Any]:
+        """`_session/rewind`: back to a cursor (or to before a user message), the files, the conversation or both;
+        with `prompt`, the edited message is sent from there and the answer comes when its turn ends."""
+        request = RewindRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        outcome = await self.manager.rewind(
+            session,
+            (request.cursor_id, request.message_id),
+            request.mode,
+            dry_run=request.dry_run,
+            on_conflict=request.on_conflict,
+        )
+        answer = outcome.wire()
+        if request.prompt and outcome.rewound:
+            report = await self.manager.prompt(session, request.prompt)
+            answer.update(stopReason=report.stop_reason, userMessageId=report.user_message_id)
+            await self.manager.prompt_answered(session)
+        return answer
+
+    async def rewind_points(self, params: Any) -> dict[str, Any]:
+        """`_session/rewind_points`: the user messages the session can go back to before, oldest first."""
+        session = self.manager.get(SessionRequest.model_validate(params).session_id)
+        return {"points": rewind_points(session)}
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)
