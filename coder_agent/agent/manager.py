@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, sandboxing, system_prompt
+from coder_agent.agent import commands, sandboxing, system_prompt, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -70,8 +70,6 @@ from coder_agent.store import (
 log = logging.getLogger(__name__)
 
 MCP_CONNECT_TIMEOUT = 20.0
-LAST_OUTPUT_CHARS = 400
-"""The end of a job's output shown in the notice of its end."""
 
 ClientFactory = Callable[[str], ClientBridge]
 
@@ -232,7 +230,7 @@ class SessionManager:
             notices=[("The project config was left out", problem) for problem in problems],
         )
         session = Session(state, services)
-        services.jobs.on_end = _job_ended(session)
+        services.jobs.on_end = _job_ended(wake.Starter(self.tasks, self.runner), session)
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
@@ -296,6 +294,7 @@ class SessionManager:
                     await rewinding.announce_after_turn(session)
 
         report.stop_reason = await session.run_turn(turn, by_user=report.by_user)
+        await wake.turn_ended(wake.Starter(self.tasks, self.runner), session)
         return report
 
     async def rewind(
@@ -469,17 +468,12 @@ async def _prepare(session: Session) -> None:
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 
 
-def _job_ended(session: Session) -> Callable[[Job], Awaitable[None]]:
-    """A job that ends while no turn runs is a notice (during a turn, the model is told after its next tool call;
-    either way the next environment update lists it)."""
+def _job_ended(manager: wake.Starter, session: Session) -> Callable[[Job], Awaitable[None]]:
+    """A job that ends while no turn runs is a notice, or a turn of the session's own (`agent.wake`); during a turn,
+    the model is told after its next tool call (either way the next environment update lists it)."""
 
     async def tell(job: Job) -> None:
-        if session.turn_running:
-            return
-        tail = job.handle.output.tail(LAST_OUTPUT_CHARS).strip()
-        shown = f"\n\n```\n{tail}\n```" if tail else ""
-        description = f"The model is told at your next message; its output is kept.{shown}"
-        await session.services.bridge.notice("info", f"Background {job.label} {job.state()}", description)
+        await wake.job_ended(manager, session, job)
 
     return tell
 
