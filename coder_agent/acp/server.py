@@ -22,6 +22,7 @@ from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
 from coder_agent.acp.presentation import mode_state, turn_usage
+from coder_agent.agent import queueing
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
@@ -31,12 +32,14 @@ from coder_agent.protocol.schema import (
     CancelNotification,
     ClientCapabilities,
     ForkSessionRequest,
+    InjectRequest,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
+    PendingMessageRequest,
     PromptRequest,
     PromptResponse,
     ResumeSessionRequest,
@@ -63,6 +66,7 @@ Handler = Callable[[Any], Awaitable[Any]]
 
 STEERING_METHOD = handshake.STEERING_METHOD
 REWIND_METHOD, REWIND_POINTS_METHOD = handshake.REWIND_METHODS
+INJECT_METHOD, REVOKE_METHOD, REPLACE_METHOD = handshake.INJECT_METHODS
 SYSTEM_PROMPT_MODES = ("append", "override")
 """The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
@@ -89,6 +93,9 @@ class AcpServer:
             STEERING_METHOD: self.steer,
             REWIND_METHOD: self.rewind,
             REWIND_POINTS_METHOD: self.rewind_points,
+            INJECT_METHOD: self.inject,
+            REVOKE_METHOD: self.revoke_inject,
+            REPLACE_METHOD: self.replace_inject,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -248,6 +255,31 @@ class AcpServer:
         """`_session/rewind_points`: the user messages the session can go back to before, oldest first."""
         session = self.manager.get(SessionRequest.model_validate(params).session_id)
         return {"points": rewind_points(session)}
+
+    async def inject(self, params: Any) -> dict[str, Any]:
+        """`_session/inject`: the v2 draft's shape (`mode`, `content`): answered once accepted, with its message's id;
+        the steering extension's shape (`prompt`) is `_session/steering` by another name."""
+        if isinstance(params, dict) and "prompt" in params and "content" not in params:
+            return await self.steer(params)
+        request = InjectRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        manager = self.manager
+        message_id = await queueing.inject(manager.tasks, manager.prompt, session, request.mode, request.content)
+        return {"messageId": message_id}
+
+    async def revoke_inject(self, params: Any) -> dict[str, Any]:
+        """`_session/revoke_inject`: withdraw a pending message (retrying a revoke succeeds)."""
+        request = PendingMessageRequest.model_validate(params)
+        queueing.revoke(self.manager.get(request.session_id), request.message_id)
+        return {}
+
+    async def replace_inject(self, params: Any) -> dict[str, Any]:
+        """`_session/replace_inject`: new content for a pending message, same id and place."""
+        request = PendingMessageRequest.model_validate(params)
+        if not request.content:
+            raise InvalidParams("Invalid params: content: give the message's new content")
+        queueing.replace(self.manager.get(request.session_id), request.message_id, request.content)
+        return {"messageId": request.message_id}
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)

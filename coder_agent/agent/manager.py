@@ -278,13 +278,20 @@ class SessionManager:
         return session
 
     async def prompt(
-        self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport | None = None
+        self,
+        session: Session,
+        prompt: Sequence[ContentBlock],
+        report: TurnReport | None = None,
+        ready: Callable[[], bool] | None = None,
     ) -> TurnReport:
         """Run the prompt's turn (after any before it); its report (`report`, if given: it is filled in as the turn
-        goes, so it holds what was spent even if the caller is cancelled), stop reason included."""
+        goes, so it holds what was spent even if the caller is cancelled), stop reason included. `ready` is asked
+        when its place comes: False, and it does not run (a queued message revoked meanwhile)."""
         report = report or TurnReport()
 
         async def turn() -> StopReason:
+            if ready is not None and not ready():
+                return "end_turn"
             await self.announce_commands(session)  # a command file added since is there for the next prompt
             await rewinding.announce(session, session.state.cursor_here("before", report.user_message_id))
             try:
