@@ -14,6 +14,7 @@ the v2 draft's shape).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.options import session_options
 from coder_agent.session.rewind import rewind_points
 from coder_agent.session.session import Session
+from coder_agent.session.turn_runner import TurnReport
 from coder_agent.store import InvalidCursor
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ Handler = Callable[[Any], Awaitable[Any]]
 STEERING_METHOD = handshake.STEERING_METHOD
 REWIND_METHOD, REWIND_POINTS_METHOD = handshake.REWIND_METHODS
 INJECT_METHOD, REVOKE_METHOD, REPLACE_METHOD = handshake.INJECT_METHODS
+MESSAGE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 SYSTEM_PROMPT_MODES = ("append", "override")
 """The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
@@ -211,7 +214,7 @@ class AcpServer:
     async def prompt(self, params: Any) -> FollowedBy:
         request = PromptRequest.model_validate(params)
         session = self.manager.get(request.session_id)
-        report = await self.manager.prompt(session, request.prompt)
+        report = await self.manager.prompt(session, request.prompt, TurnReport(**_client_message_id(request.meta)))
         response = PromptResponse(
             stop_reason=report.stop_reason, user_message_id=report.user_message_id, usage=turn_usage(report.spent)
         )
@@ -299,6 +302,15 @@ class AcpServer:
 
     def _client(self, session_id: str) -> AcpClientBridge:
         return AcpClientBridge(self.peer, self.client_capabilities, session_id)
+
+
+def _client_message_id(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A prompt's `_meta.messageId` (the id a client that rewinds, such as the Zed patch, gave the message) as its
+    user message's id, where it is a plausible id; otherwise the agent makes one."""
+    value = (meta or {}).get("messageId")
+    if isinstance(value, str) and MESSAGE_ID.fullmatch(value):
+        return {"user_message_id": value}
+    return {}
 
 
 def _session_state(session: Session) -> dict[str, Any]:

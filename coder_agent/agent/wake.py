@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from coder_agent import prompts
@@ -169,3 +170,19 @@ def _how(stop: StopReason) -> str:
     if stop == "end_turn":
         return "It looked at what the work left and answered above; your next message goes on from there."
     return f"Its turn stopped ({stop}); your next message goes on from there."
+
+
+async def settle(session: Session, timeout: float) -> None:
+    """`coder-agent run` with auto_continue: wait, at most `timeout` seconds, until no background job runs and the
+    turns they woke have ended."""
+    with anyio.move_on_after(timeout):
+        while True:
+            running = [job for job in session.services.jobs.all() if job.running]
+            if running:
+                await running[0].ended.wait()
+                continue
+            for _ in range(10):  # a wake just scheduled takes its place in line
+                await anyio.lowlevel.checkpoint()
+            await session.idle()
+            if not any(job.running for job in session.services.jobs.all()) and not session.turn_running:
+                return

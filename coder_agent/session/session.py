@@ -138,6 +138,11 @@ class Session:
                 raise RequestCancelled("The session closed first.")
             await job()
 
+    async def idle(self) -> None:
+        """Wait until no turn runs or waits for its place (returns at once when none does)."""
+        async with self._turn_lock:
+            pass
+
     async def _run_turn(self, turn: Callable[[], Awaitable[StopReason]], cancels_at_arrival: int) -> StopReason:
         async with self._turn_lock:
             if self._closed or self._cancels != cancels_at_arrival:
