@@ -30,7 +30,7 @@ from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.options import session_options
-from coder_agent.session.rewind import rewind_command
+from coder_agent.session.rewind import current_reader, rewind_command
 from coder_agent.session.session import Session
 
 
@@ -358,15 +358,8 @@ def permissions_command(session: Session, arguments: str) -> str:
 async def undo(session: Session) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
     bridge, checkpoints, files = session.services.bridge, session.state.checkpoints, session.services.files
-
-    async def read_current(path: Path) -> str | None:
-        try:
-            return await bridge.read_text_file(path) if await anyio.Path(path).exists() else None
-        except BridgeError:
-            return None
-
     try:
-        plan = await checkpoints.undo_last(read_current)
+        plan = await checkpoints.undo_last(current_reader(session))
     except CheckpointError as exc:
         return f"Undo failed: {exc}\n"
     if plan is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -278,10 +279,9 @@ def _dropped(session: Session, cursor: Cursor, previous: Any) -> int:
     return max(now - cursor.messages, 0)
 
 
-async def _plan_files(session: Session, cursor: Cursor) -> list[FileStep]:
-    state = session.state
+def current_reader(session: Session) -> Callable[[Path], Awaitable[str | None]]:
+    """Reads a file as it is now, through the bridge (the editor's buffer where it has one); None if it is gone."""
     bridge = session.services.bridge
-    undone = state.checkpoints.history[cursor.checkpoints :]
 
     async def read_current(path: Path) -> str | None:
         try:
@@ -289,6 +289,13 @@ async def _plan_files(session: Session, cursor: Cursor) -> list[FileStep]:
         except BridgeError:
             return None
 
+    return read_current
+
+
+async def _plan_files(session: Session, cursor: Cursor) -> list[FileStep]:
+    state = session.state
+    undone = state.checkpoints.history[cursor.checkpoints :]
+    read_current = current_reader(session)
     try:
         restores = await state.checkpoints.plan_restore(undone, read_current)
     except CheckpointError as exc:
