@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import anyio
+
 from tests.support.editor import FakeEditor
 from tests.support.lsp_servers.rules import diagnostics
 
@@ -50,5 +52,6 @@ class EditorLanguageServers:
         path = Path(unquote(urlparse(uri).path))
         text = self.editor.buffers.get(str(path))
         if text is None:
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            on_disk = anyio.Path(path)
+            text = await on_disk.read_text(encoding="utf-8") if await on_disk.exists() else ""
         return {"lspResult": {"kind": "full", "items": diagnostics(text)}}
