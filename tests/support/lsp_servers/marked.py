@@ -5,7 +5,7 @@ an error too (so an edit elsewhere can add one).
 What it does besides is set by `MARKED_MODE` in its environment, to play a server that misbehaves:
 `silent-start` never answers `initialize`; `garbage` writes lines that are not the protocol to stdout before every
 answer; `flood` publishes 2,000 diagnostics per file 20 times over; `die-later` exits when it is told of a document the
-second time (the agent's next edit);
+second time (the agent's next edit); `slow-later` takes an hour to publish from the second time on;
 `env` adds a warning on line 1 naming every variable of its environment whose name holds KEY or TOKEN, and tries to
 write the file `MARKED_ESCAPE` names (outside the workspace), saying on line 1 whether it could.
 """
@@ -69,8 +69,12 @@ told = 0
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-def opened(params: types.DidOpenTextDocumentParams) -> None:
+async def opened(params: types.DidOpenTextDocumentParams) -> None:
     _second_time()
+    if MODE == "slow-later" and told >= 2:
+        import asyncio
+
+        await asyncio.sleep(3600)
     _publish(params.text_document.uri, params.text_document.text, params.text_document.version)
 
 

@@ -170,3 +170,27 @@ async def test_the_server_gets_no_keys(
         [said] = [d.message for d in found.after if d.code == "ENV"]
         assert "OPENAI_API_KEY" not in said
         assert "CODER_AGENT_API_KEY" not in said
+
+
+async def test_a_slow_answer_costs_the_edit_its_diagnostics_not_more(
+    tmp_path: Path, mode: Callable[[str], None]
+) -> None:
+    mode("slow-later")
+    async with servers(tmp_path, marked_config(wait=0.5)) as (pool, told):
+        assert await pool.after_edit(tmp_path / "a.mk", None, "ERROR") is not None
+        assert await pool.after_edit(tmp_path / "a.mk", "ERROR", "WARN") is None, "no answer within the wait"
+        assert not told, "a late answer is not a failure of the server"
+        assert pool.running(), "the server is kept"
+
+
+async def test_a_workspace_of_20000_files_changes_nothing(tmp_path: Path) -> None:
+    for folder in range(100):
+        sub = tmp_path / f"pkg{folder}"
+        sub.mkdir()
+        for number in range(200):
+            (sub / f"m{number}.mk").write_text("DEF x\n")
+    async with servers(tmp_path) as (pool, told):
+        found = await pool.after_edit(tmp_path / "pkg7" / "m3.mk", "DEF x\n", "USES y\n")
+        assert found is not None
+        assert [d.code for d in found.new] == ["E2"]
+        assert not told
