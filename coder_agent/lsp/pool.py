@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.lsp.connection import CommandWrapper, ServerConnection, ServerFailed, command_line
 from coder_agent.lsp.diagnostics import Diagnostic, new_since
-from coder_agent.lsp.editor import EditorServers
+from coder_agent.lsp.editor import EditorServer, EditorServers
 from coder_agent.lsp.servers import ServerKind, find_command, kind_for, root_for, server_kinds
 from coder_agent.lsp.settings import LspConfig
 from coder_agent.secrets import child_environ
@@ -105,63 +105,60 @@ class LanguageServers:
     async def after_edit(self, path: Path, old: str | None, new: str) -> EditDiagnostics | None:
         """The diagnostics `new` (the file's text after an edit) has that `old` (before; None: a new file) did not.
         None when no server checks the file or its answer did not come in time; never raises."""
-        if len(new) > MAX_FILE_CHARS or "\0" in new:
-            return None
-        if self._editor is not None and (editor_server := await self._editor.server_for(path)) is not None:
-            was = [] if old is None else self._editor.take_before(path)
-            now = await self._editor.diagnostics(editor_server, path, self._config.wait)
-            if now is None:
-                return None
-            self._last[path] = now
-            name = f"{editor_server.name} (the editor's)"
-            return EditDiagnostics(path, name, new_since(was or [], now), now, was is not None)
-        if not self.enabled:
-            return None
-        server = await self._server_for(path)
+        server = await self._route(path, new)
         if server is None:
             return None
-        try:
-            before: list[Diagnostic] | None = []
-            if old is not None and server.knows(path, old):
-                before = self._last.get(path, [])
-            elif old is not None:
-                before = await server.diagnostics_of(path, old, self._wait(server), self._settle)
-            after = await server.diagnostics_of(path, new, self._wait(server), self._settle)
-        except ServerFailed as exc:
-            await self._give_up(server, str(exc))
-            return None
+        before: list[Diagnostic] | None = []
+        if old is None:
+            pass
+        elif isinstance(server, EditorServer):
+            before = self._editor.take_before(path) if self._editor is not None else None
+        elif server.knows(path, old):
+            before = self._last.get(path, [])
+        else:
+            before = await self._diagnostics(server, path, old)
+            if not server.usable:
+                return None
+        after = await self._diagnostics(server, path, new)
         if after is None:
-            log.info("%s: no diagnostics for %s within the wait", server.name, path)
             return None
-        server.analysed = True
-        self._last[path] = after
-        return EditDiagnostics(path, server.name, new_since(before or [], after), after, before is not None)
+        return EditDiagnostics(path, _name(server), new_since(before or [], after), after, before is not None)
 
     async def current(self, path: Path, text: str) -> tuple[str, list[Diagnostic]] | None:
         """(server name, every diagnostic of `path` holding `text`), or None when no server gives them in time."""
+        server = await self._route(path, text)
+        found = await self._diagnostics(server, path, text) if server is not None else None
+        return (_name(server), found) if server is not None and found is not None else None
+
+    async def _route(self, path: Path, text: str) -> EditorServer | ServerConnection | None:
+        """Who checks `path`: the editor's server for it, else ours (started now if need be); None when none does,
+        or the text is not one to send (too long, binary)."""
         if len(text) > MAX_FILE_CHARS or "\0" in text:
             return None
         if self._editor is not None and (editor_server := await self._editor.server_for(path)) is not None:
-            found = await self._editor.diagnostics(editor_server, path, self._config.wait)
-            if found is None:
+            return editor_server
+        return await self._server_for(path) if self.enabled else None
+
+    async def _diagnostics(
+        self, server: EditorServer | ServerConnection, path: Path, text: str
+    ) -> list[Diagnostic] | None:
+        """What `server` says of `path` holding `text` (kept as the latest word on it); None when it did not answer
+        in time, or it failed (then it is given up, and the user told once)."""
+        if isinstance(server, EditorServer):
+            found = await self._editor.diagnostics(server, path, self._config.wait) if self._editor else None
+        else:
+            try:
+                found = await server.diagnostics_of(path, text, self._wait(server), self._settle)
+            except ServerFailed as exc:
+                await self._give_up(server, str(exc))
                 return None
+            if found is None:
+                log.info("%s: no diagnostics for %s within the wait", server.name, path)
+            else:
+                server.analysed = True
+        if found is not None:
             self._last[path] = found
-            return f"{editor_server.name} (the editor's)", found
-        if not self.enabled:
-            return None
-        server = await self._server_for(path)
-        if server is None:
-            return None
-        try:
-            found = await server.diagnostics_of(path, text, self._wait(server), self._settle)
-        except ServerFailed as exc:
-            await self._give_up(server, str(exc))
-            return None
-        if found is None:
-            return None
-        server.analysed = True
-        self._last[path] = found
-        return server.name, found
+        return found
 
     def forget(self, path: Path) -> None:
         """`path` was deleted: close it in its server, drop what was known of it."""
@@ -261,3 +258,7 @@ class LanguageServers:
             async with anyio.create_task_group() as group:
                 for server in servers:
                     group.start_soon(server.aclose)
+
+
+def _name(server: EditorServer | ServerConnection) -> str:
+    return f"{server.name} (the editor's)" if isinstance(server, EditorServer) else server.name

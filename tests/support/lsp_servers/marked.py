@@ -4,7 +4,7 @@ an error too (so an edit elsewhere can add one).
 
 What it does besides is set by `MARKED_MODE` in its environment, to play a server that misbehaves:
 `silent-start` never answers `initialize`; `garbage` writes lines that are not the protocol to stdout before every
-answer; `flood` publishes 2,000 diagnostics per file 20 times over; `die-later` exits when it is told of a document the
+answer; `flood` publishes 2,000 diagnostics per file 5 times over; `die-later` exits when it is told of a document the
 second time (the agent's next edit); `slow-later` takes an hour to publish from the second time on;
 `env` adds a warning on line 1 naming every variable of its environment whose name holds KEY or TOKEN, and tries to
 write the file `MARKED_ESCAPE` names (outside the workspace), saying on line 1 whether it could.
@@ -51,7 +51,7 @@ def _publish(uri: str, text: str, version: int | None) -> None:
         many = [
             types.Diagnostic(types.Range(types.Position(n, 0), types.Position(n, 1)), f"flood {n}") for n in range(2000)
         ]
-        for _ in range(20):
+        for _ in range(5):
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, many, version))
     server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, _diagnostics(text), version))
 

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -108,6 +109,20 @@ def versions(base: str, variants: dict[str, list[str]], count: int, seed: int) -
     return texts
 
 
+def two_projects(
+    tmp_path: Path, config_name: str, config: dict[str, Any], texts: Sequence[str], extension: str
+) -> tuple[Path, Path]:
+    """A project holding every version as a file of its own (for the command line), and an empty one with the same
+    config (for the server), each with `config` as its `config_name`."""
+    batch, project = tmp_path / "batch", tmp_path / "project"
+    for folder in (batch, project):
+        folder.mkdir()
+        (folder / config_name).write_text(json.dumps(config), encoding="utf-8")
+    for number, text in enumerate(texts):
+        (batch / f"v{number}.{extension}").write_text(text, encoding="utf-8")
+    return batch, project
+
+
 def server_on_path(name: str) -> list[str]:
     kind = next(kind for kind in KNOWN if kind.name == name)
     command = find_command(kind, os.environ)
@@ -165,13 +180,7 @@ async def test_basedpyright_new_problems_equal_its_command_line(tmp_path: Path) 
     checker = shutil.which("basedpyright")
     assert checker is not None, "basedpyright's command line comes with its language server"
     texts = versions(PYTHON_BASE, PYTHON_VARIANTS, EDITS, SEED)
-    settings = json.dumps({"typeCheckingMode": "standard"})
-    batch, project = tmp_path / "batch", tmp_path / "project"
-    for folder in (batch, project):
-        folder.mkdir()
-        (folder / "pyrightconfig.json").write_text(settings, encoding="utf-8")
-    for number, text in enumerate(texts):
-        (batch / f"v{number}.py").write_text(text, encoding="utf-8")
+    batch, project = two_projects(tmp_path, "pyrightconfig.json", {"typeCheckingMode": "standard"}, texts, "py")
     done = subprocess.run(
         [checker, "--outputjson"], cwd=batch, capture_output=True, text=True, timeout=600, check=False
     )
@@ -197,13 +206,8 @@ async def test_typescript_new_problems_equal_tsc(tmp_path: Path) -> None:
     if Path(command[0]).name != "tsc":
         pytest.skip("the TypeScript server found is not TypeScript 7's tsc --lsp")
     texts = versions(TYPESCRIPT_BASE, TYPESCRIPT_VARIANTS, EDITS, SEED)
-    settings = json.dumps({"compilerOptions": {"strict": True, "noEmit": True, "target": "es2022", "types": []}})
-    batch, project = tmp_path / "batch", tmp_path / "project"
-    for folder in (batch, project):
-        folder.mkdir()
-        (folder / "tsconfig.json").write_text(settings, encoding="utf-8")
-    for number, text in enumerate(texts):
-        (batch / f"v{number}.ts").write_text(text, encoding="utf-8")
+    options = {"compilerOptions": {"strict": True, "noEmit": True, "target": "es2022", "types": []}}
+    batch, project = two_projects(tmp_path, "tsconfig.json", options, texts, "ts")
     done = subprocess.run(
         [command[0], "--noEmit", "--pretty", "false", "-p", "."],
         cwd=batch,
