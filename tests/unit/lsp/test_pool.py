@@ -142,7 +142,7 @@ async def test_a_flood_of_diagnostics_is_bounded_and_the_last_word_counts(
     tmp_path: Path, mode: Callable[[str], None]
 ) -> None:
     mode("flood")
-    async with servers(tmp_path, marked_config(start_timeout=120)) as (pool, _):
+    async with servers(tmp_path, marked_config(start_timeout=120, wait=60)) as (pool, _):
         found = await pool.after_edit(tmp_path / "a.mk", "", "ERROR\n")
         assert found is not None
         assert [d.code for d in found.after] == ["E1"]
