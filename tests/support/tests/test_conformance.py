@@ -411,13 +411,6 @@ def test_plan_updates_need_the_capability_and_the_rfds_shape() -> None:
         _with({"plan": {}}).check_agent_to_client(_update(without_id))
 
 
-def _initialized(capabilities: dict[str, Any]) -> Conformance:
-    conf = Conformance()
-    init = {"protocolVersion": 1, "clientCapabilities": capabilities}
-    conf.check_client_to_agent(_request("init", "initialize", init))
-    return conf
-
-
 def test_lsp_proxy_calls_follow_the_rfd_and_need_the_capability() -> None:
     listed = {
         "servers": [
