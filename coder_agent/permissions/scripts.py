@@ -10,6 +10,7 @@ follow is hidden too: reading these languages is a guard rail, not a proof.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Sequence
@@ -327,7 +328,9 @@ _EX_SAFE = re.compile(r"\d+|\$|[/?].*|q!?|qa(?:ll)?!?|wq!?|x!?|w!?|wa!?|xa!?|set
 
 
 def inspect_vim(argv: Sequence[str], found: Findings) -> None:
-    options, operands = scan(argv, VIM)
+    ex_mode = any(re.fullmatch(r"-[A-Za-z]*[eE][A-Za-z]*", word) for word in argv[1:])
+    syntax = dataclasses.replace(VIM, short_values=VIM.short_values.replace("s", "")) if ex_mode else VIM
+    options, operands = scan(argv, syntax)  # in ex mode (`-es`), `-s` is silent, not a script to read
     commands = [(o.value_index, o.value) for o in options if names_in(o, {"-c", "--cmd"}) and o.value is not None]
     commands += [(k, argv[k][1:]) for k in operands if argv[k].startswith("+")]
     for index, command in commands:
