@@ -52,6 +52,24 @@ GO = Syntax(
 )
 NODE_CONFIG = words("prefix userconfig globalconfig cwd use-yarnrc dir")
 NODE_CODE = words("git shell editor browser viewer call script-shell onload-script")
+ENV_COMMANDS = frozenset(
+    {
+        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
+        "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "LESSOPEN", "LESSCLOSE", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND",
+        "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "RSYNC_RSH", "CVS_RSH", "SHELL", "PROMPT_COMMAND",
+    }
+)  # fmt: skip
+"""Environment variables whose value is a command some program runs."""
+ENV_HIDDEN = frozenset(
+    {
+        "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "MAKEFLAGS",
+        "MFLAGS", "GNUMAKEFLAGS", "TAR_OPTIONS", "PERL5OPT", "NODE_OPTIONS", "RUBYOPT", "PYTHONSTARTUP", "LESSKEYIN",
+        "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG", "CARGO_HOME",
+        "RUSTC_WRAPPER", "CC", "CXX", "LESS", "MANOPT", "WGETRC", "CURL_HOME", "SSH_CONFIG",
+    }
+)  # fmt: skip
+"""Environment variables that make programs run or load what they name (a library, a file of commands, options)."""
 JS_CONFIG_TOOLS = frozenset({"eslint", "prettier", "jest", "vitest", "webpack", "rollup", "vite", "mocha"})
 
 
@@ -73,6 +91,25 @@ def inspect(argv: Sequence[str]) -> Findings:
     if reader is not None:
         reader(argv, found)
     return found
+
+
+def environment(words: Sequence[str], found: Findings, offset: int = 0) -> None:
+    """`NAME=value` words (before a command, given to `env` or `export`): a command-valued variable's value is a
+    command line (`GIT_SSH_COMMAND='…'`, `LESSOPEN='|…'`); a variable that makes programs load or read what it
+    names (`LD_PRELOAD`, `BASH_ENV`, `MAKEFLAGS`, `GIT_CONFIG_*`) is hidden."""
+    for k, word in enumerate(words):
+        if not is_assignment(word):
+            continue
+        name, _, value = word.partition("=")
+        name = name.rstrip("+")
+        if name in ENV_COMMANDS and value.strip():
+            found.run(k + offset, value.lstrip("|") if name.startswith("LESS") else value)
+        elif name in ENV_HIDDEN or name.startswith("GIT_CONFIG_"):
+            found.hide(f"`{name}` makes programs run or load what it names")
+
+
+def _declare(argv: Sequence[str], found: Findings) -> None:
+    environment(argv[1:], found, 1)
 
 
 def _git(argv: Sequence[str], found: Findings) -> None:
@@ -297,6 +334,7 @@ READERS: dict[str, Callable[[Sequence[str], Findings], None]] = {
     "sed": inspect_sed, "gsed": inspect_sed,
     "sqlite3": inspect_sqlite, "sqlite": inspect_sqlite,
     "find": _find, "fd": _find, "fdfind": _find,
+    **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), _declare),
     **dict.fromkeys(JS_CONFIG_TOOLS, _js_tool),
 }  # fmt: skip
 KNOWN = frozenset(READERS) | MAKES | VIMS | {"awk", "gawk", "mawk", "nawk"}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-from coder_agent.permissions.embedded import KNOWN, inspect
+from coder_agent.permissions.embedded import KNOWN, environment, inspect
 from coder_agent.permissions.options import Findings
 from coder_agent.permissions.programs import SHELLS, base_name, program_name, unwrap
 from coder_agent.permissions.words import (
@@ -314,6 +314,11 @@ class _Walker:
         redirect_texts, writes, globs = redirection_texts([*own_redirects, *redirects])
         for word in assignments:
             self.code_like(word.value if word.literal else "")
+        settings = Findings()
+        environment([a.value for a in assignments], settings)
+        self.embedded(
+            settings, tuple(a.value for a in assignments), tuple(a.literal for a in assignments), depth, origin
+        )
         if assignments_only or not words:
             text = " ".join([*(shlex.quote(a.value) for a in assignments), *redirect_texts])
             if text:
@@ -321,9 +326,10 @@ class _Walker:
                 mentions = _tokens([a.value for a in assignments])
                 self.commands.append(
                     SimpleCommand(
-                        (), (), text, tuple(writes), True, self.origin or origin, mentions=mentions, globs=tuple(globs)
+                        (), (), text, tuple(writes), True, self.origin or origin, mentions=mentions,
+                        hidden=tuple(settings.hidden), globs=tuple(globs),
                     )
-                )
+                )  # fmt: skip
             return
         values = [w.value for w in words]
         peeled = unwrap(values)
@@ -360,6 +366,11 @@ class _Walker:
             name = base_name(program)
             found = inspect(argv)
             code_words.update(peeled.argv[0] + k for k in self.embedded(found, argv, literal, depth, origin))
+            lead, lead_words = Findings(), words[: peeled.argv[0]]  # `env NAME=value …`, `sudo NAME=value …`
+            environment([w.value for w in lead_words], lead)
+            lead_values, lead_literal = tuple(w.value for w in lead_words), tuple(w.literal for w in lead_words)
+            code_words.update(self.embedded(lead, lead_values, lead_literal, depth, origin))
+            found.hidden += settings.hidden + lead.hidden
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
             if name in ("source", ".") and len(argv) > 1 and reads_input(argv[1]):

@@ -56,10 +56,12 @@ async def test_an_always_for_a_program_does_not_let_it_run_another(tmp_path: Pat
     model = run(approved, planted)
     async with tool_agent(tmp_path, model, terminal=False) as (client, editor, session, work):
         (work / "notes.txt").write_text("needle\n")
-        editor.permission_answers = ["allow_always", "reject_once"]
+        editor.permission_answers = ["allow_always"]
+        editor.default_permission = "reject_once"
         await client.prompt(session, "go")
     assert "Remembered for this session: allow `execute:" in client.agent_text(session)
-    assert len(editor.permission_requests) == 2, "the planted command asked despite the always"
+    asked = [request["toolCall"]["rawInput"]["command"] for request in editor.permission_requests]
+    assert asked[0] == approved and asked[-1] == planted, "the planted command asked despite the always"
     assert not (work / "pwned").exists()
 
 

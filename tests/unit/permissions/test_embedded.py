@@ -173,6 +173,15 @@ RUNS: list[tuple[str, str, str, bool]] = [
     ("execute:curl", "curl https://h/x", "curl -K cfg https://h/x", False),
     ("execute:curl", "curl https://h/x", "curl -sK cfg https://h/x", False),
     ("execute:eslint", "eslint .", "eslint -c /srv/x.config.js .", False),
+    # variables whose value a program runs, or that make it load what they name
+    ("execute:git fetch", "git fetch origin", "GIT_SSH_COMMAND={c} git fetch origin", True),
+    ("execute:git fetch", "git fetch origin", "env GIT_SSH_COMMAND={c} git fetch origin", True),
+    ("execute:git fetch", "git fetch origin", "export GIT_SSH_COMMAND={c}; git fetch origin", True),
+    ("execute:git log", "git log -n 3", "PAGER={c} git log -n 3", True),
+    ("execute:less", "less README.md", "LESSOPEN='|'{c} less README.md", True),
+    ("execute:ls", "ls -la", "LD_PRELOAD=./x.so ls -la", False),
+    ("execute:make test", "make test -j4", "MAKEFLAGS=-E make test", False),
+    ("execute:git log", "git log -n 3", "GIT_CONFIG_PARAMETERS='core.pager=x' git log", False),
 ]
 
 

@@ -308,10 +308,6 @@ ARGUMENT_NAMES_IT = [  # the command strings programs run from known options are
     "runuser me -c 'rm f'",
     "systemd-run --user rm f",
     "ssh host rm f",
-    "GIT_SSH_COMMAND='rm f' git fetch",
-    "env GIT_SSH_COMMAND='rm f' git fetch",
-    "export GIT_SSH_COMMAND='rm f'; git fetch",
-    "PAGER='rm f' git log",
 ]
 
 
