@@ -366,12 +366,12 @@ class _Walker:
             name = base_name(program)
             found = inspect(argv)
             code_words.update(peeled.argv[0] + k for k in self.embedded(found, argv, literal, depth, origin))
-            wrapper, wrapper_words = Findings(), words[: peeled.argv[0]]  # `env NAME=value …`, `sudo NAME=value …`
-            environment([w.value for w in wrapper_words], wrapper)
+            layered, wrapper_words = Findings(), words[: peeled.argv[0]]  # `env NAME=value …`, `sudo NAME=value …`
+            environment([w.value for w in wrapper_words], layered)
             wrapper_values = tuple(w.value for w in wrapper_words)
             wrapper_literal = tuple(w.literal for w in wrapper_words)
-            code_words.update(self.embedded(wrapper, wrapper_values, wrapper_literal, depth, origin))
-            found.hidden += settings.hidden + wrapper.hidden
+            code_words.update(self.embedded(layered, wrapper_values, wrapper_literal, depth, origin))
+            found.hidden += settings.hidden + layered.hidden
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
             if name in ("source", ".") and len(argv) > 1 and reads_input(argv[1]):
