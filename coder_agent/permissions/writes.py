@@ -136,6 +136,15 @@ def write_targets(argv: Sequence[str]) -> list[str]:
     return found
 
 
+def _copier(short: str = "", values: str = "", optional: str = "") -> Syntax:
+    """cp, mv, ln and install: `-t DIR`/`--target-directory`, `-S`/`--suffix`, `--backup[=…]`, and their own."""
+    return Syntax(
+        short_values="tS" + short,
+        long_values=words(f"target-directory suffix {values}"),
+        long_optional=words(f"backup {optional}"),
+    )
+
+
 _OPERANDS: dict[str, tuple[str, Syntax]] = {
     "rm": ("all", Syntax()),
     "rmdir": ("all", Syntax()),
@@ -147,30 +156,10 @@ _OPERANDS: dict[str, tuple[str, Syntax]] = {
     "chmod": ("after-first", Syntax(long_values=words("reference"))),
     "chown": ("after-first", Syntax(long_values=words("reference from"))),
     "chgrp": ("after-first", Syntax(long_values=words("reference"))),
-    "mv": (
-        "all",
-        Syntax(short_values="tS", long_values=words("target-directory suffix"), long_optional=words("backup update")),
-    ),
-    "cp": (
-        "last",
-        Syntax(
-            short_values="tS",
-            long_values=words("target-directory suffix"),
-            long_optional=words("backup update preserve no-preserve reflink sparse"),
-        ),
-    ),
-    "ln": (
-        "last",
-        Syntax(short_values="tS", long_values=words("target-directory suffix"), long_optional=words("backup")),
-    ),
-    "install": (
-        "last",
-        Syntax(
-            short_values="tSmgo",
-            long_values=words("target-directory suffix mode owner group strip-program"),
-            long_optional=words("backup"),
-        ),
-    ),
+    "mv": ("all", _copier(optional="update")),
+    "cp": ("last", _copier(optional="update preserve no-preserve reflink sparse")),
+    "ln": ("last", _copier()),
+    "install": ("last", _copier("mgo", "mode owner group strip-program")),
     "rsync": ("last", RSYNC),
     "scp": ("last", Syntax(short_values="cDFiJloPSX", abbreviate=False)),
 }
