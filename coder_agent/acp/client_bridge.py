@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from coder_agent.acp.presentation import permission_options
 from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError, field_problems
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice, chosen
 from coder_agent.process import owner_marked
 from coder_agent.protocol.base import AcpModel
@@ -38,6 +39,7 @@ from coder_agent.protocol.schema import (
     CompleteElicitationNotification,
     CreateElicitationResponse,
     CreateTerminalResponse,
+    CursorUpdate,
     FormElicitation,
     NoticeSeverity,
     NoticeUpdate,
@@ -50,6 +52,7 @@ from coder_agent.protocol.schema import (
     TerminalOutputResponse,
     ToolCallUpdate,
     UrlElicitation,
+    WakeUpdate,
     new_message_id,
 )
 from coder_agent.sandbox.command import CommandSandbox
@@ -73,6 +76,7 @@ TERMINAL_TIMEOUT = 30.0
 CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 QUESTION_TIMEOUT = 3600.0
+LSP_TIMEOUT = 30.0
 MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
@@ -95,6 +99,10 @@ class Peer(Protocol):
     async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any: ...
 
     async def notify(self, method: str, params: Any) -> None: ...
+
+
+WAKE_METHOD = "_session/wake"
+"""Told to clients that advertise `_meta.wake` when the agent starts a turn itself, and when that turn ends."""
 
 
 class AcpClientBridge:
@@ -125,6 +133,14 @@ class AcpClientBridge:
         if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
             return
         if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
+            return
+        if isinstance(update, CursorUpdate) and not self.capabilities.shows_cursors:
+            return
+        if isinstance(update, WakeUpdate):
+            if self.capabilities.hears_wakes:
+                params = {"sessionId": self.session_id, **update.wire()}
+                params.pop("sessionUpdate", None)
+                await self._peer.notify(WAKE_METHOD, params)
             return
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 
@@ -366,6 +382,15 @@ class AcpClientBridge:
         if self.capabilities.subagents is None:
             return None
         return AcpClientBridge(self._peer, self.capabilities, child_id)
+
+    def lsp_channel(self) -> LspCall | None:
+        if not self.capabilities.forwards_lsp:
+            return None
+
+        async def call(method: str, params: dict[str, Any]) -> Any:
+            return await self._call(method, params, LSP_TIMEOUT)
+
+        return call
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""
