@@ -4,8 +4,8 @@ A reply's calls run in the model's order, one at a time, except runs of neighbou
 
 - consecutive `task` calls (a tool that `runs_in_parallel`) run side by side, each waiting on a sub-agent of its
   own (the sub-agents' own limit may hold some back);
-- consecutive calls of tools that only read (`read_only`: read_file, grep, glob, fetch, MCP tools marked
-  `readOnlyHint`, and any tool whose definition says so) run side by side, at most `MAX_PARALLEL_READS` at once,
+- consecutive calls of tools that only read (`read_only`: read_file, grep, glob, diagnostics, fetch, MCP tools
+  marked `readOnlyHint`, and any tool whose definition says so) run side by side, at most `MAX_PARALLEL_READS` at once,
   each shown finished as soon as it is. One that needs the user's permission first waits until every call before
   it in the reply has finished: questions come one at a time, in the model's order, as they did. Any other call
   (a write, a command) ends the run, so a read after a write waits for it.

@@ -33,6 +33,7 @@ class DiagnosticsParams(Params):
 class Diagnostics(BuiltinTool):
     name = "diagnostics"
     kind = "read"
+    read_only = True
     params = DiagnosticsParams
 
     def title(self, params: DiagnosticsParams, ctx: ToolContext) -> str:

@@ -8,8 +8,8 @@ from coder_agent.tools.mcp_tool import McpToolCall
 from coder_agent.tools.registry import BUILTIN
 
 
-def test_the_built_in_tools_that_only_read_are_the_reads_the_searches_and_fetch() -> None:
-    assert {tool.name for tool in BUILTIN if tool.read_only} == {"read_file", "grep", "glob", "fetch"}
+def test_the_built_in_tools_that_only_read_are_the_reads_the_searches_diagnostics_and_fetch() -> None:
+    assert {tool.name for tool in BUILTIN if tool.read_only} == {"read_file", "grep", "glob", "diagnostics", "fetch"}
 
 
 def test_an_mcp_tool_only_reads_when_its_server_marks_it_read_only() -> None:
