@@ -9,6 +9,8 @@ This module owns what those scripts do the same way:
                    ``request`` waiting for the response by id (keeping the notifications that came before it),
                    ``wait_update``, ``settle`` (until the agent's CPU time stops growing) and ``close`` on stdin EOF.
                    Arrivals are stamped with a clock of the caller's choice (time.perf_counter by default).
+  HTTP             ``read_http_request``: one request as the fake model servers of bench/turn_overhead.py and
+                   bench/streamed_arguments.py read it.
   stats            median / min / max / n (and p95 on request) of a list, rounded.
   /proc            the process tree (``process_children``, ``descendants``), its RSS (``tree_rss``), CPU times
                    (``cpu_times``, ``tree_cpu``), ``wait_exit`` (woken by the exit, with the rusage) and ``kill_tree``.
@@ -24,6 +26,7 @@ it is run as ``python bench/<name>.py``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -211,6 +214,38 @@ class JsonLinesAgent:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         return code
+
+
+# -- the fake model servers' HTTP -------------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpRequest:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+
+async def read_http_request(reader: asyncio.StreamReader) -> HttpRequest | None:
+    """One HTTP/1.1 request (a body by content-length or chunked); None when the client closed the connection."""
+    line = await reader.readline()
+    if not line:
+        return None
+    method, target, _ = line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = bytearray()
+        while size := int((await reader.readline()).split(b";")[0], 16):
+            body += await reader.readexactly(size + 2)
+            del body[-2:]
+        await reader.readline()
+    else:
+        body = bytearray(await reader.readexactly(int(headers.get("content-length") or 0)))
+    return HttpRequest(method, target, headers, bytes(body))
 
 
 # -- figures ----------------------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from acp_bench import (
     agent_env,
     check_agent_option,
     default_agent,
+    read_http_request,
     stderr_tail,
 )
 
@@ -102,23 +103,11 @@ class ModelServer:
             writer.close()
 
     async def request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        line = await reader.readline()
-        if not line:
+        http = await read_http_request(reader)
+        if http is None:
             return False
-        headers: dict[str, str] = {}
-        while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = header.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            body = bytearray()
-            while size := int((await reader.readline()).split(b";")[0], 16):
-                body += await reader.readexactly(size + 2)
-                del body[-2:]
-            await reader.readline()
-        else:
-            body = bytearray(await reader.readexactly(int(headers.get("content-length") or 0)))
         arrived = time.perf_counter()
-        request = json.loads(body)
+        request = json.loads(http.body)
         messages = request.get("messages") or []
         last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
         big = messages[-1].get("role") != "tool" and "BENCH:write" in json.dumps(last_user.get("content"))

@@ -103,6 +103,7 @@ from acp_bench import (
     default_agent,
     finish,
     print_failures,
+    read_http_request,
     stats,
     stderr_tail,
     warn_few_runs,
@@ -180,23 +181,11 @@ class ModelServer:
             writer.close()
 
     async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        line = await reader.readline()
-        if not line:
+        request = await read_http_request(reader)
+        if request is None:
             return False
-        method, target, _ = line.decode("latin-1").split(" ", 2)
-        headers: dict[str, str] = {}
-        while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = header.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            body = bytearray()
-            while size := int((await reader.readline()).split(b";")[0], 16):
-                body += await reader.readexactly(size + 2)
-                del body[-2:]
-            await reader.readline()
-        else:
-            body = bytearray(await reader.readexactly(int(headers.get("content-length") or 0)))
-        keep = headers.get("connection", "").lower() != "close"
+        method, target, body = request.method, request.target, request.body
+        keep = request.headers.get("connection", "").lower() != "close"
         path, _, query = target.partition("?")
         path = path.rstrip("/")
         if method == "GET" and path == REQUESTS_PATH:
