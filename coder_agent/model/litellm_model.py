@@ -86,7 +86,7 @@ class LitellmModel:
             except Exception as exc:
                 failure = _translate(litellm, exc, self.settings)
             if progress.shown:
-                partial = partial_turn("".join(progress.text))
+                partial = partial_turn(progress.partial_text)
                 raise StreamCut(f"The model's answer was cut off: {failure}", partial) from failure
             if not isinstance(failure, _Retryable):
                 raise failure

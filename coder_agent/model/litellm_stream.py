@@ -7,8 +7,9 @@ only after assembling the whole response) and closes the response. Stopping at t
 litellm from assembling the response a second time and from running its success logging, neither of
 which the agent uses. Anthropic's signed thinking blocks are put together here from their fragments.
 
-Gathering is linear in the answer's length, and its memory is the answer's text: each fragment is kept once
-(a string in a list, joined once at the end), never a chunk object. litellm's stream wrapper keeps every chunk
+Gathering is linear in the answer's length, and its memory is the answer's text: each fragment is written once
+into a growing buffer (`io.StringIO`, about a byte per character of ASCII), never kept as an object of its own
+(a 4-character string costs 50 bytes) and never a chunk object. litellm's stream wrapper keeps every chunk
 it returns, for that final assembly (a 4-character fragment costs it a few kilobytes): past `RETAINED_CHUNKS` the
 older ones are dropped as the stream goes, so a megabyte of arguments does not take a gigabyte. The usage report
 is the provider's, which does not need them; a provider that reports none gets litellm's count of what was
@@ -22,6 +23,7 @@ reports no usage gets an estimate of the input (characters / 4), so the context 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
 import uuid
@@ -50,7 +52,7 @@ class StreamStalled(Exception):
 class _CallParts:
     id: str | None = None
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: io.StringIO = field(default_factory=io.StringIO)
 
 
 class Gathered:
@@ -60,7 +62,8 @@ class Gathered:
         self.litellm = litellm
         self.model = model
         self.messages = messages
-        self.text: list[str] = []
+        self.text = io.StringIO()
+        """The answer's text so far (`partial_text`)."""
         self.shown = False
         """Whether text or reasoning reached the user (then a failure must not repeat it)."""
         self.calls: list[_CallParts] = []
@@ -128,7 +131,7 @@ class Gathered:
                 await sink.on_thought(thought)
             if delta.content:
                 self.shown = True
-                self.text.append(delta.content)
+                self.text.write(delta.content)
                 self.streamed_chars += len(delta.content)
                 await sink.on_text(delta.content)
             for call in getattr(delta, "tool_calls", None) or ():
@@ -155,8 +158,12 @@ class Gathered:
             if function.name:
                 parts.name = function.name
             if function.arguments:
-                parts.arguments.append(function.arguments)
+                parts.arguments.write(function.arguments)
                 self.streamed_chars += len(function.arguments)
+
+    @property
+    def partial_text(self) -> str:
+        return self.text.getvalue()
 
     def bound(self, response: Any) -> None:
         """Leave litellm's stream wrapper holding at most `RETAINED_CHUNKS` chunks (the newest)."""
@@ -168,9 +175,9 @@ class Gathered:
 
     def turn(self) -> ModelTurn:
         """The answer gathered so far as a turn (usage and cost not filled in)."""
-        text = "".join(self.text)
+        text = self.partial_text
         calls = [
-            ToolCallRequest(id=p.id or _call_id(), name=p.name, arguments="".join(p.arguments) or "{}")
+            ToolCallRequest(id=p.id or _call_id(), name=p.name, arguments=p.arguments.getvalue() or "{}")
             for p in self.calls
         ]
         return _turn(text, calls, self.finish, thinking_blocks(self.thinking))
