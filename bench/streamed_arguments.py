@@ -12,10 +12,11 @@ answers a short text. Three figures per run, each from a fresh start:
                    the finish reason and nothing kept: litellm's own cost per fragment, a floor for any agent on
                    litellm
   agent            coder-agent spawned as an editor spawns it (no client capabilities: it writes the file itself;
-                   a permission request is allowed once): the server's first byte to the ``tool_call`` notification
-                   (the arguments gathered and parsed), and the growth of the agent's peak RSS over the prompt
-                   (VmHWM reset through /proc/PID/clear_refs just before it, minus VmRSS then). The file written
-                   must hold the argument's bytes.
+                   a permission request is allowed once): after a prompt whose write_file call is small (the
+                   first request and the write path warmed up), the server's first byte to the ``tool_call``
+                   notification (the arguments gathered and parsed), and the growth of the agent's peak RSS over
+                   the prompt (VmHWM reset through /proc/PID/clear_refs just before it, minus VmRSS then). The file
+                   written must hold the argument's bytes.
 
 The server stamps its first and last byte with time.perf_counter() (CLOCK_MONOTONIC on Linux, one clock for every
 process) and reports them on its stdout. Figures: median over ``--runs`` [min-max]. Goals (issue 31), PASS/FAIL:
@@ -110,14 +111,19 @@ class ModelServer:
         request = json.loads(http.body)
         messages = request.get("messages") or []
         last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
-        big = messages[-1].get("role") != "tool" and "BENCH:write" in json.dumps(last_user.get("content"))
-        first, last = await self.stream(writer, request, big)
-        report = {"kind": "write" if big else "text", "arrived": arrived, "first": first, "last": last}
+        said = json.dumps(last_user.get("content")) if messages[-1].get("role") != "tool" else ""
+        kind = "write" if "BENCH:write" in said else "small" if "BENCH:small" in said else "text"
+        text = self.arguments if kind == "write" else arguments(64) if kind == "small" else None
+        first, last = await self.stream(writer, request, text)
+        report = {"kind": kind, "arrived": arrived, "first": first, "last": last}
         sys.stdout.write(json.dumps(report) + "\n")
         sys.stdout.flush()
         return True
 
-    async def stream(self, writer: asyncio.StreamWriter, request: dict[str, Any], big: bool) -> tuple[float, float]:
+    async def stream(
+        self, writer: asyncio.StreamWriter, request: dict[str, Any], text: str | None
+    ) -> tuple[float, float]:
+        """A write_file call whose arguments are `text`, in fragments (None: a short answer)."""
         self.number += 1
         base = {"id": f"chatcmpl-{self.number}", "object": "chat.completion.chunk", "created": int(time.time())}
         base["model"] = str(request.get("model") or "fake-model")
@@ -130,10 +136,9 @@ class ModelServer:
         head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
         first = time.perf_counter()
         writer.write(head + event({"role": "assistant", "content": ""}))
-        if big:
+        if text is not None:
             call = {"index": 0, "id": f"call_{self.number}", "type": "function"}
             writer.write(event({"tool_calls": [{**call, "function": {"name": "write_file", "arguments": ""}}]}))
-            text = self.arguments
             for n, start in enumerate(range(0, len(text), self.delta)):
                 piece = text[start : start + self.delta]
                 writer.write(event({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
@@ -142,7 +147,7 @@ class ModelServer:
             writer.write(event({}, "tool_calls"))
         else:
             writer.write(event({"content": AFTER_TOOL_TEXT}) + event({}, "stop"))
-        usage = {"prompt_tokens": 100, "completion_tokens": len(self.arguments) // 4 if big else 2}
+        usage = {"prompt_tokens": 100, "completion_tokens": len(text) // 4 if text is not None else 2}
         writer.write(event({}, usage={**usage, "total_tokens": sum(usage.values())}))
         writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
         await writer.drain()
@@ -268,13 +273,17 @@ def agent_run(server: Server, cmd: list[str], temp: Path, size: int, log: IO[byt
     """One spawned agent, one BENCH:write prompt: the seconds to the tool_call and the peak RSS growth in MB."""
     work = temp / "work"
     work.mkdir(exist_ok=True)
-    (work / TARGET).unlink(missing_ok=True)
+    for stale in work.iterdir():
+        stale.unlink()
     env = agent_env(temp, CODER_AGENT_MODEL=MODEL, CODER_AGENT_API_BASE=server.url, CODER_AGENT_API_KEY=API_KEY)
     agent = Client(cmd, env, log, cwd=work)
     try:
         agent.request("initialize", INITIALIZE, TIMEOUT)
         session = agent.request("session/new", {"cwd": str(work), "mcpServers": []}, TIMEOUT).result["sessionId"]
         agent.settle(limit=60)  # litellm loaded and warmed up: the figure is the stream's, not the import's
+        small = {"sessionId": session, "prompt": [{"type": "text", "text": "Write a small file. BENCH:small"}]}
+        if agent.request("session/prompt", small, TIMEOUT).result.get("stopReason") != "end_turn":
+            raise BenchFailure("the small write's prompt did not end with end_turn")  # the write path warmed up too
         pid = agent.proc.pid
         before = _status(pid)["VmRSS"]
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # reset VmHWM to the current RSS
