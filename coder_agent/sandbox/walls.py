@@ -66,6 +66,9 @@ class Walls:
     max_file_bytes: int = 4096 << 20
     missing: tuple[str, ...] = field(default=())
     """Configured paths left out (a writable folder that does not exist, a path that is not absolute; said once)."""
+    git_outside: bool = True
+    """Whether a worktree's commits may write its repository's git folders outside the roots (an isolated sub-agent's
+    may not: that repository's objects, refs and index are its parent's)."""
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -74,6 +77,7 @@ class Walls:
     def spec(self, cgroup: Path | None = None) -> Spec:
         """The launcher's spec for one command, with `.git` and `.coder-agent` looked up now."""
         pinned, protected, git_writable = _git_places(self.roots)
+        git_writable = git_writable if self.git_outside else []
         spec: Spec = {
             "write": [str(p) for p in (*self.writable, *git_writable)],
             "pin": [str(p) for p in pinned],

@@ -92,11 +92,13 @@ async def editor_agent(
     mode: str | None = None,
     store: SessionStore | None = None,
     open_session: bool = True,
+    client_capabilities: dict[str, Any] | None = None,
     **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
     """The agent of `tool_agent` (here and in `llm_agent`): run by `runner` on `source(**fields)`, with a fake
-    editor on `tmp_path/work` offering `fs` and `terminal`, and a session there ("" with `open_session=False`)
-    in `mode`; `store` keeps sessions on disk. Yields the client, the editor, the session id and the work folder.
+    editor on `tmp_path/work` offering `fs` and `terminal` (and `client_capabilities` besides), and a session there
+    ("" with `open_session=False`) in `mode`; `store` keeps sessions on disk. Yields the client, the editor, the
+    session id and the work folder.
     """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -105,7 +107,7 @@ async def editor_agent(
     async with in_process_agent(runner, store, source(**fields)) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
-            await client.initialize(editor.capabilities())
+            await client.initialize({**editor.capabilities(), **(client_capabilities or {})})
             session_id = await client.new_session(str(work)) if open_session else ""
             yield client, editor, session_id, work
         finally:
