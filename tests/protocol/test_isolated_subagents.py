@@ -56,9 +56,12 @@ def left_behind(work: Path) -> tuple[str, str, list[Path]]:
     """The worktrees and scratch branches of the repository, and the children's folders still on disk."""
     worktrees = git(work, "worktree", "list", "--porcelain")
     branches = git(work, "branch", "--list", "coder-agent/*")
+    return worktrees, branches, children_on_disk()
+
+
+def children_on_disk() -> list[Path]:
     root = places.private_root()
-    folders = [child for agent in root.iterdir() for child in agent.iterdir() if child.is_dir()] if root.exists() else []
-    return worktrees, branches, folders
+    return [child for agent in root.iterdir() for child in agent.iterdir() if child.is_dir()] if root.exists() else []
 
 
 def assert_nothing_left(work: Path) -> None:
@@ -174,3 +177,244 @@ def _merged(client: Any, session: str, asked: list[dict[str, Any]]) -> list[tupl
         name = json.dumps(params["toolCall"]["content"]).split("**")[1]
         order.append((names[name], name))
     return order
+
+
+def answering(client: Any, editor: FakeEditor, pick: Any) -> list[dict[str, Any]]:
+    """Answer merge questions with `pick` (an option id, "cancelled", or a function of the request's params); the
+    editor answers the rest. The merge questions asked, in order."""
+    asked: list[dict[str, Any]] = []
+    answer = editor.request_permission
+
+    async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
+        if not merge_question(params):
+            return await answer(params)
+        asked.append(params)
+        chosen = pick(params) if callable(pick) else pick
+        if chosen == "cancelled":
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": chosen}}
+
+    client.handlers["session/request_permission"] = on_permission
+    return asked
+
+
+def one_child(replies: list[Any], parent_after: str = "ok") -> Script:
+    return Script([Reply(calls=[isolated("Change things", "work")]), Reply(parent_after)], {"work": replies})
+
+
+CHANGE_TWO = [
+    Reply(calls=[Call("read_file", {"path": "shared.txt"}), Call("read_file", {"path": "b.txt"})]),
+    Reply(calls=[edit("shared.txt", "line 3\n", "line 3 changed\n"), edit("b.txt", "b two\n", "b 2\n")]),
+    Reply("changed both"),
+]
+
+
+async def test_apply_some_takes_the_files_picked_in_a_form_and_discard_takes_none(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    script = Script(
+        [Reply(calls=[isolated("Some", "some")]), Reply(calls=[isolated("None", "none")]), Reply("ok")],
+        {"some": CHANGE_TWO, "none": CHANGE_TWO},
+    )
+    capabilities = {"elicitation": elicitation_capabilities(url=False)}
+    agent = tool_agent(tmp_path, script.model, mode="accept-edits", client_capabilities=capabilities)
+    async with agent as (client, editor, session, _):
+        asker = FakeAsker(client)
+        asker.answers = [lambda params: accept(files=["b.txt", "not-offered.txt"])]
+        asked = answering(client, editor, lambda params: "apply-some" if len(asked) == 1 else "discard")
+        assert await client.prompt(session, "go") == "end_turn"
+    assert len(asked) == 2 and len(asker.requests) == 1
+    form = asker.requests[0]["requestedSchema"]["properties"]["files"]
+    assert form["items"]["enum"] == ["b.txt", "shared.txt"]
+    assert (work / "b.txt").read_text() == "b one\nb 2\nb three (not committed)\n"
+    assert (work / "shared.txt").read_text() == before["shared.txt"], "left out in the form; the second discarded"
+    first, second = results(script.of(None)[-1])
+    assert "applied to the session's folder: updated b.txt" in first and "left them out): shared.txt" in first
+    assert "were not applied (the user discarded them)" in second
+    assert_nothing_left(work)
+
+
+async def test_without_forms_apply_some_asks_about_each_file(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    script = one_child(CHANGE_TWO)
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        merge = answering(client, editor, "apply-some")
+        editor.permission_answers = ["option:skip-file", "option:apply-file"]  # b.txt, then shared.txt
+        assert await client.prompt(session, "go") == "end_turn"
+    assert len(merge) == 1
+    per_file = [p for p in editor.permission_requests if "Apply" in json.dumps(p["toolCall"]["content"])]
+    assert [list(diffs(p)) for p in per_file] == [["b.txt"], ["shared.txt"]]
+    assert (work / "b.txt").read_text().startswith("b one\nb two\n")
+    assert "line 3 changed\n" in (work / "shared.txt").read_text()
+    assert_nothing_left(work)
+
+
+async def test_a_merge_answered_cancelled_changes_nothing_and_leaves_nothing(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    script = one_child(CHANGE_TWO)
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        asked = answering(client, editor, "cancelled")
+        assert await client.prompt(session, "go") == "cancelled"
+    assert len(asked) == 1 and editor.writes == []
+    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert_nothing_left(work)
+
+
+async def test_undo_takes_the_merge_back_as_one_step_and_a_rewind_takes_the_whole_turn(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    parent = [
+        Reply(calls=[Call("read_file", {"path": "gone.txt"})]),
+        Reply(calls=[edit("gone.txt", "to be deleted\n", "edited by the parent\n")]),
+        Reply(calls=[isolated("Change things", "work")]),
+        Reply("done"),
+    ]
+    child = [
+        Reply(calls=[Call("read_file", {"path": "shared.txt"})]),
+        Reply(calls=[edit("shared.txt", "line 3\n", "line 3 changed\n")]),
+        Reply(calls=[Call("run_command", {"command": "rm gone.txt && printf 'made\\n' > made.txt"})]),
+        Reply("done"),
+    ]
+    script = Script(parent, {"work": child})
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        answering(client, editor, "apply")
+        prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
+        user_message = (await client.request("session/prompt", prompt))["userMessageId"]
+        merged = {p.name: p.read_text() for p in work.glob("*.txt")}
+        assert await client.prompt(session, "/undo") == "end_turn"
+        after_undo = {p.name: p.read_text() for p in work.glob("*.txt")}
+        rewound = {"sessionId": session, "messageId": user_message, "mode": "files"}
+        await client.request("_session/rewind", rewound)
+    assert merged["shared.txt"] != before["shared.txt"] and merged["made.txt"] == "made\n"
+    assert "gone.txt" not in merged, "the child started after the parent's edit: its deletion merges cleanly"
+    assert after_undo == {**before, "gone.txt": "edited by the parent\n"}, "the merge was one undo step"
+    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert_nothing_left(work)
+
+
+async def test_a_child_cancelled_mid_write_applies_nothing_and_leaves_nothing(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    wrote, never = anyio.Event(), anyio.Event()
+
+    def stuck(request: Request) -> Reply:
+        wrote.set()
+        return Reply("…", hold=never, hold_after=0)
+
+    script = one_child([*CHANGE_TWO[:2], stuck])
+    agent = tool_agent(tmp_path, script.model, mode="accept-edits", client_capabilities=SHOWN)
+    async with agent as (client, editor, session, _), anyio.create_task_group() as group:
+        asked = answering(client, editor, "apply")
+
+        async def prompt() -> None:
+            assert await client.prompt(session, "go") == "end_turn"
+
+        group.start_soon(prompt)
+        with anyio.fail_after(30):
+            await wrote.wait()
+        child = announced(client, session)[0]["subagentSessionId"]
+        await client.notify("session/cancel", {"sessionId": child})
+    assert asked == [] and editor.writes == []
+    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert "none of its changes were applied" in results(script.of(None)[-1])[0]
+    assert_nothing_left(work)
+
+
+async def test_two_children_creating_the_same_file_conflict_and_the_user_picks_a_side(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    both = anyio.Event()
+    made: list[str] = []
+
+    def create(name: str) -> Any:
+        def reply(request: Request) -> Reply:
+            made.append(name)
+            if len(made) == 2:
+                both.set()
+            return Reply(calls=[Call("write_file", {"path": "new.txt", "content": f"{name}\n"})], hold=both)
+
+        return reply
+
+    children = {name: [create(name), Reply(f"{name} done")] for name in ("first", "second")}
+    script = Script([Reply(calls=[isolated("One", "first"), isolated("Two", "second")]), Reply("ok")], children)
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        asked = answering(client, editor, lambda params: "apply-theirs" if len(asked) == 2 else "apply")
+        assert await client.prompt(session, "go") == "end_turn"
+    assert [list(diffs(params)) for params in asked] == [["new.txt"], ["new.txt"]]
+    assert "created in the workspace and by general-" in json.dumps(asked[1]["toolCall"]["content"])
+    second = diffs(asked[1])["new.txt"]
+    assert second[0] in ("first\n", "second\n") and "<<<<<<< workspace" in second[1]
+    assert (work / "new.txt").read_text() != second[0], "the second child's side"
+    assert_nothing_left(work)
+
+
+async def test_closing_the_session_while_a_child_works_removes_its_worktree_and_branch(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    working, never = anyio.Event(), anyio.Event()
+
+    def stuck(request: Request) -> Reply:
+        working.set()
+        return Reply("…", hold=never, hold_after=0)
+
+    script = one_child([CHANGE_TWO[0], CHANGE_TWO[1], stuck])
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.request, "session/prompt", {"sessionId": session, "prompt": []})
+            with anyio.fail_after(30):
+                await working.wait()
+            worktrees, branches, folders = left_behind(work)
+            assert worktrees.count("worktree ") == 2 and "coder-agent/ca-" in branches and len(folders) == 1
+            await client.request("session/close", {"sessionId": session})
+    assert editor.writes == [] and (work / "shared.txt").read_text() == "".join(LINES)
+    assert_nothing_left(work)
+
+
+async def test_a_folder_that_is_not_a_repository_is_copied_and_merged_the_same_way(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("alpha\nbeta\n")
+    (work / "old.txt").write_text("old\n")
+    child = [
+        Reply(calls=[Call("read_file", {"path": "notes.txt"})]),
+        Reply(calls=[edit("notes.txt", "beta\n", "BETA\n")]),
+        Reply(calls=[Call("run_command", {"command": "mv old.txt renamed.txt && mkdir -p __pycache__ && : > __pycache__/x"})]),
+        Reply("done"),
+    ]
+    script = one_child(child)
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        asked = answering(client, editor, "apply")
+        assert await client.prompt(session, "go") == "end_turn"
+    assert sorted(diffs(asked[0])) == ["notes.txt", "old.txt", "renamed.txt"], "a rename: a deletion and a new file"
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "renamed.txt"]
+    assert (work / "notes.txt").read_text() == "alpha\nBETA\n"
+    prompt = script.of("work")[0].messages[0]["content"]
+    assert "a copy of the folder" in prompt and ("cloned" in prompt or "copied" in prompt), "says how it was made"
+    assert children_on_disk() == []
+
+
+async def test_a_child_that_fails_still_offers_what_it_changed(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    script = one_child([*CHANGE_TWO[:2], ModelError("the provider is down")])
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        asked = answering(client, editor, "discard")
+        assert await client.prompt(session, "go") == "end_turn"
+    assert len(asked) == 1
+    told = results(script.of(None)[-1])[0]
+    assert "The sub-agent's model failed" in told and "not applied (the user discarded them)" in told
+    assert_nothing_left(work)
