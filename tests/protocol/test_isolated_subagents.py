@@ -371,14 +371,14 @@ async def test_closing_the_session_while_a_child_works_removes_its_worktree_and_
         return Reply("…", hold=never, hold_after=0)
 
     script = one_child([CHANGE_TWO[0], CHANGE_TWO[1], stuck])
-    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
-        async with anyio.create_task_group() as group:
-            group.start_soon(client.request, "session/prompt", {"sessionId": session, "prompt": []})
-            with anyio.fail_after(30):
-                await working.wait()
-            worktrees, branches, folders = left_behind(work)
-            assert worktrees.count("worktree ") == 2 and "coder-agent/ca-" in branches and len(folders) == 1
-            await client.request("session/close", {"sessionId": session})
+    agent = tool_agent(tmp_path, script.model, mode="accept-edits")
+    async with agent as (client, editor, session, _), anyio.create_task_group() as group:
+        group.start_soon(client.request, "session/prompt", {"sessionId": session, "prompt": []})
+        with anyio.fail_after(30):
+            await working.wait()
+        worktrees, branches, folders = left_behind(work)
+        assert worktrees.count("worktree ") == 2 and "coder-agent/ca-" in branches and len(folders) == 1
+        await client.request("session/close", {"sessionId": session})
     assert editor.writes == [] and (work / "shared.txt").read_text() == "".join(LINES)
     assert_nothing_left(work)
 
@@ -391,7 +391,7 @@ async def test_a_folder_that_is_not_a_repository_is_copied_and_merged_the_same_w
     child = [
         Reply(calls=[Call("read_file", {"path": "notes.txt"})]),
         Reply(calls=[edit("notes.txt", "beta\n", "BETA\n")]),
-        Reply(calls=[Call("run_command", {"command": "mv old.txt renamed.txt && mkdir -p __pycache__ && : > __pycache__/x"})]),
+        Reply(calls=[Call("run_command", {"command": "mv old.txt renamed.txt && mkdir __pycache__ && : > __pycache__/x"})]),
         Reply("done"),
     ]
     script = one_child(child)
