@@ -152,10 +152,8 @@ async def test_three_isolated_children_merge_as_a_union_where_they_do_not_overla
     (first, _), (second, label) = [m for m in _merged(client, session, asked) if m[0] != "beta"]
     expected = LINES.copy()
     expected[24] = "line 25 by beta\n"
-    expected[1] = (
-        f"<<<<<<< workspace\nline 2 by {first}\n||||||| before\nline 2\n=======\nline 2 by {second}\n"
-        f">>>>>>> {label}\n"
-    )
+    conflict = ["<<<<<<< workspace", f"line 2 by {first}", "||||||| before", "line 2", "=======", f"line 2 by {second}"]
+    expected[1] = "\n".join([*conflict, f">>>>>>> {label}\n"])
     assert shared == "".join(expected), "the union where they do not overlap, a conflict where they do"
     assert (work / "a.txt").read_text() == "new from alpha\n"
     assert (work / "b.txt").read_text() == "b ONE by beta\nb two\nb three (not committed)\n", "uncommitted kept"
@@ -383,6 +381,9 @@ async def test_closing_the_session_while_a_child_works_removes_its_worktree_and_
     assert_nothing_left(work)
 
 
+RENAME = "mv old.txt renamed.txt && mkdir __pycache__ && : > __pycache__/x"
+
+
 async def test_a_folder_that_is_not_a_repository_is_copied_and_merged_the_same_way(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -391,7 +392,7 @@ async def test_a_folder_that_is_not_a_repository_is_copied_and_merged_the_same_w
     child = [
         Reply(calls=[Call("read_file", {"path": "notes.txt"})]),
         Reply(calls=[edit("notes.txt", "beta\n", "BETA\n")]),
-        Reply(calls=[Call("run_command", {"command": "mv old.txt renamed.txt && mkdir __pycache__ && : > __pycache__/x"})]),
+        Reply(calls=[Call("run_command", {"command": RENAME})]),
         Reply("done"),
     ]
     script = one_child(child)
