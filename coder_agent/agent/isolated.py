@@ -103,7 +103,7 @@ class Isolation:
     def _place(self, workplace: Workplace) -> ChildPlace:
         cwd = workplace.cwd
         parent_sandbox = self.parent.sandbox
-        sandbox = _walled(parent_sandbox, cwd, workplace.temp) if parent_sandbox is not None else None
+        sandbox = child_sandbox(parent_sandbox, cwd, workplace.temp) if parent_sandbox is not None else None
         checkpoints = Checkpoints(cwd, store=FileBlobStore(workplace.folder / "undo"))
         checkpoints.begin_turn("isolated")  # its writes are snapshotted where no undo of the parent's looks
         note = (
@@ -129,7 +129,7 @@ class Isolation:
             return await merging.offer(self.parent, call, changes, name=name, ended=result, show=progress)
 
 
-def _walled(sandbox: CommandSandbox, cwd: Path, temp: Path) -> CommandSandbox:
+def child_sandbox(sandbox: CommandSandbox, cwd: Path, temp: Path) -> CommandSandbox:
     """The parent's sandbox around a child's copy: the same walls but for the folders it may write (its copy and its
     own temp folder, not the repository's shared git folder), the same launcher, proxy, network and process limit."""
     walls = dataclasses.replace(
@@ -159,8 +159,8 @@ async def sweep(cwd: Path) -> tuple[str, str] | None:
     except Exception:  # a sweep never keeps a session from opening
         log.warning("sweeping isolated sub-agents' places failed", exc_info=True)
         return None
-    real = Path(os.path.realpath(cwd))
-    here = [item for item in swept if real.is_relative_to(item.source) or Path(item.source).is_relative_to(real)]
+    real = await anyio.Path(cwd).resolve()
+    here = [item for item in swept if Path(real).is_relative_to(item.source) or Path(item.source).is_relative_to(real)]
     for item in swept:
         log.info("removed %s of %s, left by an agent that stopped", item.what, item.source)
     if not here:

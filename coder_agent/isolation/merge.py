@@ -57,7 +57,8 @@ def merge_file(base: str | None, ours: str | None, theirs: str | None, *, label:
     regions = merge_lines(_lines(base or ""), _lines(ours), _lines(theirs))
     conflicts = sum(1 for region in regions if len(region) == 3)
     if not conflicts:
-        return FileMerge("".join(line for region in regions for line in region[0]))
+        result = "".join(line for region in regions for line in region[0])
+        return FileMerge(result, noop=result == ours)
     why = "created in the workspace and by " + label if base is None else f"changed in the workspace and by {label}"
     return FileMerge(_with_markers(regions, label), conflicts, ours, theirs, why)
 
