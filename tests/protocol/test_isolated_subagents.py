@@ -19,6 +19,7 @@ from tests.protocol.test_subagents import Script, announced, results, states
 from tests.support.asker import FakeAsker, accept, elicitation_capabilities
 from tests.support.editor import FakeEditor
 from tests.support.scripted_agent import tool_agent
+from tests.unit.isolation.test_places import made_by_a_killed_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +47,10 @@ def fixture_repository(work: Path) -> None:
 
 def isolated(description: str, prompt: str) -> Call:
     return Call("task", {"description": description, "prompt": prompt, "kind": "general", "isolate": True})
+
+
+def write(name: str) -> Call:
+    return Call("write_file", {"path": f"{name}.txt", "content": "x\n"})
 
 
 def edit(path: str, old: str, new: str) -> Call:
@@ -418,4 +423,38 @@ async def test_a_child_that_fails_still_offers_what_it_changed(tmp_path: Path) -
     assert len(asked) == 1
     told = results(script.of(None)[-1])[0]
     assert "The sub-agent's model failed" in told and "not applied (the user discarded them)" in told
+    assert_nothing_left(work)
+
+
+async def test_at_most_max_isolated_run_at_once_and_the_others_say_they_wait(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    children = {name: [Reply(calls=[write(name)]), Reply("ok")] for name in ("one", "two")}
+    script = Script([Reply(calls=[isolated("One", "one"), isolated("Two", "two")]), Reply("ok")], children)
+    agent = tool_agent(tmp_path, script.model, mode="accept-edits", subagents={"max_isolated": 1})
+    async with agent as (client, editor, session, _):
+        answering(client, editor, "apply")
+        assert await client.prompt(session, "go") == "end_turn"
+    shown = json.dumps(client.session_updates(session, "tool_call_update"))
+    assert "waiting: 1 isolated sub-agents run at once" in shown
+    assert (work / "one.txt").read_text() == (work / "two.txt").read_text() == "x\n"
+    assert_nothing_left(work)
+
+
+async def test_opening_a_session_sweeps_what_a_killed_agent_left_and_says_so(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fixture_repository(work)
+    left = made_by_a_killed_agent(places.private_root(), work)
+    assert left.is_dir() and "coder-agent/ca-" in git(work, "branch", "--list", "coder-agent/*")
+    capabilities = {"session": {"notices": {}}}
+    script = Script([Reply("ok")], {})
+    async with tool_agent(tmp_path, script.model, client_capabilities=capabilities) as (client, _, session, _):
+        assert await client.prompt(session, "hello") == "end_turn"
+        await client.wait_for(lambda: bool(client.session_updates(session, "notice")))
+    [notice] = client.session_updates(session, "notice")
+    assert notice["title"] == "Sub-agents' copies left behind were removed"
+    assert "the worktree and branch coder-agent/ca-" in notice["description"]
+    assert not left.exists()
     assert_nothing_left(work)
