@@ -29,6 +29,7 @@ from coder_agent.agent import merging
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.checkpoints.blobs import FileBlobStore
 from coder_agent.isolation import places
+from coder_agent.isolation.git import GitFailed
 from coder_agent.isolation.workplace import IsolationFailed, Workplace, make, sweep_left_behind
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.bridge import ClientBridge
@@ -120,7 +121,10 @@ class Isolation:
         if result.state == "cancelled":
             why = "It was stopped, so none of its changes were applied (its copy was removed)."
             return dataclasses.replace(result, answer=f"{result.answer}\n\n{why}", shown=[*result.shown, _note(why)])
-        changes = await anyio.to_thread.run_sync(workplace.changes)
+        try:
+            changes = await anyio.to_thread.run_sync(workplace.changes)
+        except (GitFailed, OSError) as exc:
+            return _told(result, f"What it changed could not be read ({exc}), so nothing was applied.")
         if not changes:
             return _told(result, "It changed no file.")
         if call is None:  # a delegate called without its call (not the `task` tool): nowhere to ask

@@ -120,7 +120,8 @@ class Workplace:
             path = _relative(entry.path, self.subpath)
             note = entry.note()
             before = texts.get((entry.old_sha, entry.path)) if note is None else None
-            after = _read(real / entry.path) if note is None and entry.new_sha != NO_OBJECT else None
+            after, unread = _read(real / entry.path) if note is None and entry.new_sha != NO_OBJECT else (None, None)
+            note = note or unread
             if note is None and entry.old_sha != NO_OBJECT and before is None:
                 note = f"over {MAX_FILE_BYTES // 1_000_000} MB"
             if note is None and entry.new_sha != NO_OBJECT and after is None:
@@ -144,9 +145,9 @@ class Workplace:
             if any(size > MAX_FILE_BYTES for size in sizes):
                 changes.append(Change(path, None, None, f"over {MAX_FILE_BYTES // 1_000_000} MB"))
                 continue
-            before = nofollow.read_bytes(Path(os.path.realpath(before_path))) if was else None
-            after = nofollow.read_bytes(Path(os.path.realpath(after_path))) if is_now else None
-            changes.append(Change(path, before, after))
+            before, unread = _read(Path(os.path.realpath(before_path))) if was else (None, None)
+            after, unread = _read(Path(os.path.realpath(after_path))) if is_now and not unread else (None, unread)
+            changes.append(Change(path, None, None, unread) if unread else Change(path, before, after))
         return changes
 
 
@@ -294,11 +295,15 @@ def _tree_size(root: Path, tree: str) -> tuple[int, int]:
     return files, size
 
 
-def _read(real: Path) -> bytes | None:
-    """A file of the child's, read without following a symlink; None if it is over the size limit."""
-    with nofollow.open_file(real) as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
-    return data if len(data) <= MAX_FILE_BYTES else None
+def _read(real: Path) -> tuple[bytes | None, str | None]:
+    """A file of the child's, read without following a symlink: its bytes (None if it is over the size limit), or
+    why it could not be read."""
+    try:
+        with nofollow.open_file(real) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return None, f"it could not be read: {exc.strerror or exc}"
+    return (data if len(data) <= MAX_FILE_BYTES else None), None
 
 
 def _relative(path: str, subpath: str) -> str:

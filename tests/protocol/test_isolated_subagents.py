@@ -168,6 +168,9 @@ async def test_three_isolated_children_merge_as_a_union_where_they_do_not_overla
     answers = results(script.requests[-1])
     assert any("Conflicts between" in a and "resolve each" in a for a in answers), "the parent model resolves it"
     assert set(states(client, session).values()) == {"completed"}
+    for child in announced(client, session):
+        assert client.session_updates(child["subagentSessionId"], "usage_update"), "each child's own usage"
+        assert child["capabilities"] == {"cancel": True}
     assert during[0].count("worktree ") == 1 and during[1] == "", "gone once the merges are done"
     assert_nothing_left(work)
 
