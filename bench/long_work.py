@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,17 +127,22 @@ async def time_prompt(tmp: Path, tasks: list[str]) -> float:
 
 
 async def sub_agents(runs: int) -> dict[str, Any]:
+    return await side_by_side(runs, time_prompt)
+
+
+async def side_by_side(runs: int, time_one: Callable[[Path, list[str]], Awaitable[float]]) -> dict[str, Any]:
+    """The three tasks together against each alone (`time_one` times a prompt of some tasks in a folder)."""
     together: list[float] = []
     alone: dict[str, list[float]] = {name: [] for name in DELAYS}
     with tempfile.TemporaryDirectory() as folder:
         for run in range(runs + 1):  # the first is a warm-up
             tmp = Path(folder) / f"run-{run}"
             tmp.mkdir()
-            elapsed = await time_prompt(tmp / "together", list(DELAYS))
+            elapsed = await time_one(tmp / "together", list(DELAYS))
             if run:
                 together.append(elapsed)
             for name in DELAYS:
-                one = await time_prompt(tmp / name, [name])
+                one = await time_one(tmp / name, [name])
                 if run:
                     alone[name].append(one)
     slowest = max(statistics.median(times) for times in alone.values())
@@ -271,27 +276,7 @@ async def time_isolated(tmp: Path, tasks: list[str]) -> float:
 
 
 async def isolated_writers(runs: int) -> dict[str, Any]:
-    together: list[float] = []
-    alone: dict[str, list[float]] = {name: [] for name in DELAYS}
-    with tempfile.TemporaryDirectory() as folder:
-        for run in range(runs + 1):  # the first is a warm-up
-            tmp = Path(folder) / f"run-{run}"
-            elapsed = await time_isolated(tmp / "together", list(DELAYS))
-            if run:
-                together.append(elapsed)
-            for name in DELAYS:
-                one = await time_isolated(tmp / name, [name])
-                if run:
-                    alone[name].append(one)
-    slowest = max(statistics.median(times) for times in alone.values())
-    ratio = statistics.median(together) / slowest
-    return {
-        "together_s": round(statistics.median(together), 3),
-        "alone_s": {name: round(statistics.median(times), 3) for name, times in alone.items()},
-        "ratio": round(ratio, 3),
-        "goal": GOAL_RATIO,
-        "pass": ratio <= GOAL_RATIO,
-    }
+    return await side_by_side(runs, time_isolated)
 
 
 def worktree_cost(runs: int) -> dict[str, Any]:

@@ -98,8 +98,8 @@ async def offer(
         if not chosen:
             return _discarded(ended, plan, "the user picked none of them")
         side = SIDES[picked]
-        edits = [FileEdit(f.place, f.ours, f.merge.resolved(side)) for f in chosen]
-        edits = [edit for edit in edits if edit.new != edit.old]
+        edits: list[FileEdit] = [(f.place, f.ours, f.merge.resolved(side)) for f in chosen]
+        edits = [(place, old, new) for place, old, new in edits if new != old]
         try:
             await _write(parent, call, edits)
         except CallFailed as exc:

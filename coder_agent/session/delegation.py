@@ -50,13 +50,8 @@ class Delegated:
     """How it ended."""
 
 
-@dataclass(frozen=True)
-class FileEdit:
-    """A change of one of the session's files: its text now (None: it does not exist) and after (None: delete it)."""
-
-    place: Place
-    old: str | None
-    new: str | None
+FileEdit = tuple[Place, str | None, str | None]
+"""A change of one of the session's files: where, its text now (None: it does not exist) and after (None: delete)."""
 
 
 @dataclass(frozen=True)

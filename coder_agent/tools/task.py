@@ -87,6 +87,6 @@ def _parent_call(ctx: ToolContext) -> ParentCall:
         return await ctx.read_whole(place.path, "merge", place.real) if await ctx.exists(place.path) else None
 
     async def write(edits: Sequence[FileEdit]) -> None:
-        await ctx.write_all([FileChange(edit.place, edit.old, edit.new) for edit in edits])
+        await ctx.write_all([FileChange(place, old, new) for place, old, new in edits])
 
     return ParentCall(ctx.call_id, ctx.choose, ctx.ask, read, write)

@@ -32,8 +32,10 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def fixture_repository(work: Path) -> None:
-    """A repository with a few files committed, and one change not committed yet."""
+def fixture_repository(tmp_path: Path) -> Path:
+    """A repository (the session's folder) with a few files committed, and one change not committed yet."""
+    work = tmp_path / "work"
+    work.mkdir()
     git(work, "init", "-q", "-b", "main")
     git(work, "config", "user.email", "dev@example.com")
     git(work, "config", "user.name", "Dev")
@@ -43,6 +45,11 @@ def fixture_repository(work: Path) -> None:
     git(work, "add", "-A")
     git(work, "commit", "-qm", "start")
     (work / "b.txt").write_text("b one\nb two\nb three (not committed)\n")
+    return work
+
+
+def texts(work: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(work.glob("*.txt"))}
 
 
 def isolated(description: str, prompt: str) -> Call:
@@ -90,9 +97,7 @@ def diffs(params: dict[str, Any]) -> dict[str, tuple[str | None, str]]:
 async def test_three_isolated_children_merge_as_a_union_where_they_do_not_overlap_and_a_conflict_where_they_do(
     tmp_path: Path,
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     started: set[str] = set()
     all_started = anyio.Event()
 
@@ -138,7 +143,7 @@ async def test_three_isolated_children_merge_as_a_union_where_they_do_not_overla
         async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
             if merge_question(params):
                 asked.append(params)
-                seen_before.append({p.name: p.read_text() for p in sorted(work.glob("*.txt"))})
+                seen_before.append(texts(work))
                 ids = [o["optionId"] for o in params["options"]]
                 pick = "apply-marked" if "apply-marked" in ids else "apply"
                 return {"outcome": {"outcome": "selected", "optionId": pick}}
@@ -216,10 +221,8 @@ CHANGE_TWO = [
 
 
 async def test_apply_some_takes_the_files_picked_in_a_form_and_discard_takes_none(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
-    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    work = fixture_repository(tmp_path)
+    before = texts(work)
     script = Script(
         [Reply(calls=[isolated("Some", "some")]), Reply(calls=[isolated("None", "none")]), Reply("ok")],
         {"some": CHANGE_TWO, "none": CHANGE_TWO},
@@ -243,9 +246,7 @@ async def test_apply_some_takes_the_files_picked_in_a_form_and_discard_takes_non
 
 
 async def test_without_forms_apply_some_asks_about_each_file(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     script = one_child(CHANGE_TWO)
     async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
         merge = answering(client, editor, "apply-some")
@@ -260,24 +261,20 @@ async def test_without_forms_apply_some_asks_about_each_file(tmp_path: Path) -> 
 
 
 async def test_a_merge_answered_cancelled_changes_nothing_and_leaves_nothing(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
-    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    work = fixture_repository(tmp_path)
+    before = texts(work)
     script = one_child(CHANGE_TWO)
     async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
         asked = answering(client, editor, "cancelled")
         assert await client.prompt(session, "go") == "cancelled"
     assert len(asked) == 1 and editor.writes == []
-    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert texts(work) == before
     assert_nothing_left(work)
 
 
 async def test_undo_takes_the_merge_back_as_one_step_and_a_rewind_takes_the_whole_turn(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
-    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    work = fixture_repository(tmp_path)
+    before = texts(work)
     parent = [
         Reply(calls=[Call("read_file", {"path": "gone.txt"})]),
         Reply(calls=[edit("gone.txt", "to be deleted\n", "edited by the parent\n")]),
@@ -295,23 +292,21 @@ async def test_undo_takes_the_merge_back_as_one_step_and_a_rewind_takes_the_whol
         answering(client, editor, "apply")
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
         user_message = (await client.request("session/prompt", prompt))["userMessageId"]
-        merged = {p.name: p.read_text() for p in work.glob("*.txt")}
+        merged = texts(work)
         assert await client.prompt(session, "/undo") == "end_turn"
-        after_undo = {p.name: p.read_text() for p in work.glob("*.txt")}
+        after_undo = texts(work)
         rewound = {"sessionId": session, "messageId": user_message, "mode": "files"}
         await client.request("_session/rewind", rewound)
     assert merged["shared.txt"] != before["shared.txt"] and merged["made.txt"] == "made\n"
     assert "gone.txt" not in merged, "the child started after the parent's edit: its deletion merges cleanly"
     assert after_undo == {**before, "gone.txt": "edited by the parent\n"}, "the merge was one undo step"
-    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert texts(work) == before
     assert_nothing_left(work)
 
 
 async def test_a_child_cancelled_mid_write_applies_nothing_and_leaves_nothing(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
-    before = {p.name: p.read_text() for p in work.glob("*.txt")}
+    work = fixture_repository(tmp_path)
+    before = texts(work)
     wrote, never = anyio.Event(), anyio.Event()
 
     def stuck(request: Request) -> Reply:
@@ -332,15 +327,13 @@ async def test_a_child_cancelled_mid_write_applies_nothing_and_leaves_nothing(tm
         child = announced(client, session)[0]["subagentSessionId"]
         await client.notify("session/cancel", {"sessionId": child})
     assert asked == [] and editor.writes == []
-    assert {p.name: p.read_text() for p in work.glob("*.txt")} == before
+    assert texts(work) == before
     assert "none of its changes were applied" in results(script.of(None)[-1])[0]
     assert_nothing_left(work)
 
 
 async def test_two_children_creating_the_same_file_conflict_and_the_user_picks_a_side(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     both = anyio.Event()
     made: list[str] = []
 
@@ -367,9 +360,7 @@ async def test_two_children_creating_the_same_file_conflict_and_the_user_picks_a
 
 
 async def test_closing_the_session_while_a_child_works_removes_its_worktree_and_branch(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     working, never = anyio.Event(), anyio.Event()
 
     def stuck(request: Request) -> Reply:
@@ -416,9 +407,7 @@ async def test_a_folder_that_is_not_a_repository_is_copied_and_merged_the_same_w
 
 
 async def test_a_child_that_fails_still_offers_what_it_changed(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     script = one_child([*CHANGE_TWO[:2], ModelError("the provider is down")])
     async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
         asked = answering(client, editor, "discard")
@@ -430,9 +419,7 @@ async def test_a_child_that_fails_still_offers_what_it_changed(tmp_path: Path) -
 
 
 async def test_at_most_max_isolated_run_at_once_and_the_others_say_they_wait(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     children = {name: [Reply(calls=[write(name)]), Reply("ok")] for name in ("one", "two")}
     script = Script([Reply(calls=[isolated("One", "one"), isolated("Two", "two")]), Reply("ok")], children)
     agent = tool_agent(tmp_path, script.model, mode="accept-edits", subagents={"max_isolated": 1})
@@ -446,9 +433,7 @@ async def test_at_most_max_isolated_run_at_once_and_the_others_say_they_wait(tmp
 
 
 async def test_opening_a_session_sweeps_what_a_killed_agent_left_and_says_so(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    fixture_repository(work)
+    work = fixture_repository(tmp_path)
     left = made_by_a_killed_agent(places.private_root(), work)
     assert left.is_dir() and "coder-agent/ca-" in git(work, "branch", "--list", "coder-agent/*")
     capabilities = {"session": {"notices": {}}}
