@@ -39,6 +39,7 @@ from coder_agent.session.turn_context import TurnContext
 from coder_agent.session.user_questions import ACCEPT, FormQuestion
 from coder_agent.tools.calls import text_content
 from coder_agent.tools.file_view import looks_binary
+from coder_agent.visible import visible
 
 Shown = ToolCallContent
 APPLY, MARKED, THEIRS, OURS = "apply", "apply-marked", "apply-theirs", "apply-ours"
@@ -116,28 +117,33 @@ async def _plan(parent: TurnContext, call: ParentCall, changes: list[Change], na
     unattended_ok = True
     for change in changes:
         if change.note is not None:
-            left_out.append(f"{change.path} ({change.note})")
+            left_out.append(f"{_shown(change.path)} ({change.note})")
             continue
         before, after = _text(change.before), _text(change.after)
         if (change.before is not None and before is None) or (change.after is not None and after is None):
-            left_out.append(f"{change.path} (binary, or not UTF-8 text)")
+            left_out.append(f"{_shown(change.path)} (binary, or not UTF-8 text)")
             continue
         place = await anyio.to_thread.run_sync(resolve, parent.cwd / change.path, parent.roots)
         verdict = parent.policy.decide(Action("delete" if after is None else "edit", places=(place,)))
         if verdict.decision == "deny":
-            left_out.append(f"{change.path} (not allowed: {verdict.reason})")
+            left_out.append(f"{_shown(change.path)} (not allowed: {verdict.reason})")
             continue
         unattended_ok = unattended_ok and verdict.decision == "allow"
         try:
             ours = await call.read(place)
         except CallFailed as exc:
-            left_out.append(f"{change.path} ({exc})")
+            left_out.append(f"{_shown(change.path)} ({exc})")
             continue
         merged = merge_file(before, ours, after, label=name)
         if not merged.noop:
             asks = None if verdict.decision == "allow" or verdict.by_mode else verdict.reason
-            files.append(FilePlan(change.path, place, ours, merged, asks))
+            files.append(FilePlan(_shown(change.path), place, ours, merged, asks))
     return Plan(files, left_out, unattended_ok)
+
+
+def _shown(path: str) -> str:
+    """A path a child chose, as the user reads it: no character in it can hide or reorder part of the question."""
+    return visible(path).replace("\n", "\\n")
 
 
 def _text(data: bytes | None) -> str | None:

@@ -15,7 +15,6 @@ said yes to it). A left-behind worktree is never used again: each child gets a n
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -49,6 +48,8 @@ class Owner:
     """This agent's folder under the private root, locked as long as the agent lives (see the module docstring)."""
 
     def __init__(self, root: Path) -> None:
+        import fcntl  # POSIX: imported where it is used
+
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.folder = Path(os.path.realpath(root)) / f"{os.getpid()}-{secrets.token_hex(4)}"
         self.folder.mkdir(mode=0o700)
@@ -135,6 +136,8 @@ def read_meta(child: Path) -> dict[str, Any]:
 @contextlib.contextmanager
 def _locked(path: Path) -> Any:
     """Yields whether the lock at `path` was free (and is now held until the block ends)."""
+    import fcntl
+
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:

@@ -446,3 +446,15 @@ async def test_opening_a_session_sweeps_what_a_killed_agent_left_and_says_so(tmp
     assert "the worktree and branch coder-agent/ca-" in notice["description"]
     assert not left.exists()
     assert_nothing_left(work)
+
+
+async def test_a_file_name_that_hides_characters_is_shown_escaped(tmp_path: Path) -> None:
+    work = fixture_repository(tmp_path)
+    script = one_child([Reply(calls=[Call("write_file", {"path": "gpj.\u202etxt", "content": "x\n"})]), Reply("ok")])
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+        asked = answering(client, editor, "discard")
+        assert await client.prompt(session, "go") == "end_turn"
+    question = asked[0]["toolCall"]["content"][0]["content"]["text"]
+    told = results(script.of(None)[-1])[0]
+    assert "\u202e" not in question + told and "gpj.\\u202etxt" in told
+    assert_nothing_left(work)
