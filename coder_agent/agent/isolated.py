@@ -119,8 +119,7 @@ class Isolation:
         self, name: str, workplace: Workplace, result: Delegated, progress: ShowProgress, call: ParentCall | None
     ) -> Delegated:
         if result.state == "cancelled":
-            why = "It was stopped, so none of its changes were applied (its copy was removed)."
-            return dataclasses.replace(result, answer=f"{result.answer}\n\n{why}", shown=[*result.shown, _note(why)])
+            return _told(result, "It was stopped, so none of its changes were applied (its copy was removed).")
         try:
             changes = await anyio.to_thread.run_sync(workplace.changes)
         except (GitFailed, OSError) as exc:
@@ -148,11 +147,10 @@ def child_sandbox(sandbox: CommandSandbox, cwd: Path, temp: Path) -> CommandSand
 
 
 def _told(result: Delegated, note: str) -> Delegated:
-    return dataclasses.replace(result, answer=f"{result.answer}\n\n{note}", shown=[*result.shown, _note(note)])
-
-
-def _note(text: str) -> merging.Shown:
-    return text_content(f"_{text}_")
+    """The child's result with a note on what became of its changes, for the model and the user."""
+    return dataclasses.replace(
+        result, answer=f"{result.answer}\n\n{note}", shown=[*result.shown, text_content(f"_{note}_")]
+    )
 
 
 async def sweep(cwd: Path) -> tuple[str, str] | None:

@@ -16,7 +16,8 @@ only where the mode and rules would let these edits through unasked, else discar
 
 Applying writes through the call (`ParentCall.write`: the editor's `fs/write_text_file`, every file checked again,
 all or none) as an undo checkpoint of its own, so `/undo` and a rewind take the merge back as one step. A file that
-changed while the question was open fails the write: the merge is planned and asked again (up to `TRIES` times).
+changed while the question was open fails the write: the merge is planned against it and asked again (up to `TRIES`
+times); a write that fails for another reason (the editor's) discards the merge, saying why.
 """
 
 from __future__ import annotations
@@ -79,10 +80,14 @@ async def offer(
     parent: TurnContext, call: ParentCall, changes: list[Change], *, name: str, ended: Delegated, show: ShowProgress
 ) -> Delegated:
     """Ask about the child's changes and apply what the user picks (see the module docstring)."""
+    failed: tuple[dict[str, str | None], str] | None = None
     for attempt in range(TRIES):
         plan = await _plan(parent, call, changes, name)
+        if failed is not None and failed[0] == {f.path: f.ours for f in plan.files}:
+            return _discarded(ended, plan, f"writing them failed: {failed[1]}")  # not for a file changed meanwhile
         if not plan.files:
-            return _with(ended, "Its changes are already in the session's folder." + _left_out(plan), [])
+            why = "None of its changes can be merged." if plan.left_out else "Its changes are already in your files."
+            return _with(ended, why + _left_out(plan), [])
         question = _question(plan, name, again=attempt > 0)
         await show([*ended.shown, *question])  # its diff, seen before the question
         try:
@@ -104,11 +109,10 @@ async def offer(
         try:
             await _write(parent, call, edits)
         except CallFailed as exc:
-            if attempt == TRIES - 1:
-                return _discarded(ended, plan, f"writing them failed: {exc}")
-            continue  # a file changed while the question was open: merge it again and ask again
+            failed = ({f.path: f.ours for f in plan.files}, str(exc))
+            continue  # a file changed while the question was open: merge against it and ask again
         return _applied(ended, plan, chosen, side, name)
-    raise AssertionError("unreachable")
+    return _discarded(ended, plan, "the files kept changing while you were asked")
 
 
 async def _plan(parent: TurnContext, call: ParentCall, changes: list[Change], name: str) -> Plan:

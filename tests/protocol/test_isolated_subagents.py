@@ -458,3 +458,30 @@ async def test_a_file_name_that_hides_characters_is_shown_escaped(tmp_path: Path
     told = results(script.of(None)[-1])[0]
     assert "\u202e" not in question + told and "gpj.\\u202etxt" in told
     assert_nothing_left(work)
+
+
+async def test_a_file_changed_while_asked_is_merged_again_and_a_failing_write_discards(tmp_path: Path) -> None:
+    work = fixture_repository(tmp_path)
+    script = Script(
+        [Reply(calls=[isolated("First", "first")]), Reply(calls=[isolated("Second", "second")]), Reply("ok")],
+        {"first": CHANGE_TWO, "second": [CHANGE_TWO[0], Reply(calls=[edit("b.txt", "b one\n", "b 1\n")]), Reply("ok")]},
+    )
+    async with tool_agent(tmp_path, script.model, mode="accept-edits") as (client, editor, session, _):
+
+        def pick(params: dict[str, Any]) -> str:
+            if len(asked) == 1:  # the user edits a file while the first question is open
+                (work / "shared.txt").write_text("".join(LINES).replace("line 30\n", "line 30 by the user\n"))
+            if len(asked) == 3:
+                editor.fail_writes = True
+            return "apply"
+
+        asked = answering(client, editor, pick)
+        assert await client.prompt(session, "go") == "end_turn"
+    assert len(asked) == 3
+    assert "A file changed while you were asked" in json.dumps(asked[1]["toolCall"]["content"])
+    shared = (work / "shared.txt").read_text()
+    assert "line 3 changed\n" in shared and "line 30 by the user\n" in shared, "merged with the user's change"
+    first, second = results(script.of(None)[-1])
+    assert "applied to the session's folder" in first
+    assert "not applied (writing them failed:" in second and "writes fail in this test" in second
+    assert_nothing_left(work)
