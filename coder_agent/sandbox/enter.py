@@ -1,8 +1,10 @@
 """The sandbox's launcher: `python -I -S enter.py -- COMMAND...` puts up the walls around itself, then becomes the
-command (`exec`), so the command and everything it starts stay inside. `enter.py --serve FD` is the fork server
-instead (`sandbox/forkserver.py`), which does the same for many commands without starting Python for each, and
+command (`exec`), so the command and everything it starts stay inside (in a PID namespace of its own, whose end
+ends all of it: `sandbox/supervisor.py`). `enter.py --serve FD` is the fork server instead
+(`sandbox/forkserver.py`), which does the same for many commands without starting Python for each, and
 `enter.py --network [--proxy SOCKET] [--cgroup DIR]` holds a session's network namespace, which its commands join
-(`sandbox/network.py`).
+(`sandbox/network.py`). `enter.py --own [--die-with-parent] -- COMMAND` puts up no walls: it runs a command that runs
+with the user's rights and ends what it leaves behind (`supervisor.supervise`).
 
 It runs without site-packages (`-I -S`: fast, and nothing from the environment is imported), so it finds its own
 package from its path and imports only standard-library code of ours. The walls come in the environment variable
@@ -19,6 +21,10 @@ import signal
 import sys
 from typing import NoReturn
 
+USAGE = (
+    "enter.py [--own [--die-with-parent]] -- COMMAND [ARGS...] | --serve FD | --network [--proxy SOCKET] [--cgroup DIR]"
+)
+
 
 def main(argv: list[str]) -> None:
     from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE, decode
@@ -34,9 +40,14 @@ def main(argv: list[str]) -> None:
             _hold_network(options.get("--proxy"), options.get("--cgroup"))
             return
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        usage = "enter.py -- COMMAND [ARGS...] | --serve FD | --network [--proxy SOCKET] [--cgroup DIR]"
-        _fail(FAILURE_MARK, f"usage: {usage}")
-    command = argv[argv.index("--") + 1 :]
+        _fail(FAILURE_MARK, f"usage: {USAGE}")
+    options, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    if options[:1] == ["--own"] and options[1:] in ([], ["--die-with-parent"]):
+        from coder_agent.sandbox import supervisor
+
+        supervisor.supervise(command, die_with_parent=len(options) == 2)
+    if options:
+        _fail(FAILURE_MARK, f"usage: {USAGE}")
     raw = os.environ.pop(SPEC_VARIABLE, None)
     if raw is None:
         _fail(FAILURE_MARK, f"no walls were given ({SPEC_VARIABLE} is not set); the command was not run")

@@ -7,7 +7,9 @@ descriptors attached for stdin, stdout and stderr). For each it forks; the child
 three descriptors, restores the signals Python ignores (SIGPIPE, SIGXFSZ), enters its folder, puts up the walls the
 environment's `CODER_AGENT_SANDBOX` describes (`linux.enter`, exactly as the launcher does) and execs — or writes the
 launcher's failure line to its stderr and exits 125. The server answers with the child's pid, reaps its children,
-and reports each exit (`{"exit": pid, "code": returncode}`). End of file on the socket (the agent is gone) ends it.
+and reports each exit (`{"exit": pid, "code": returncode}`). End of file on the socket (the agent is gone) ends it,
+and every command it started with it: each child dies with its parent (PR_SET_PDEATHSIG, set in `linux.enter`), and
+all that child's command started with the child (`sandbox/supervisor.py`).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def _child(request: dict[str, object], fds: list[int]) -> None:
         spec = env.pop(SPEC_VARIABLE, None)
         if spec is None:
             _fail(f"no walls were given ({SPEC_VARIABLE} is not set)")
-        linux.enter(decode(spec))
+        linux.enter(decode(spec), die_with_parent=True)
     except linux.Failure as exc:
         _fail(str(exc))
     except (OSError, ValueError, KeyError) as exc:

@@ -34,17 +34,18 @@ import os
 import resource
 import struct
 
-from coder_agent.sandbox import landlock, seccomp
+from coder_agent.sandbox import landlock, seccomp, supervisor
 from coder_agent.sandbox.spec import Spec
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
 MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
 ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1  # the same on every architecture
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_PDEATHSIG = 38, 24, 22, 1
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 SECCOMP_MODE_FILTER = 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NPROC = 1, 4, 6
@@ -69,6 +70,7 @@ ROOT_CAPABILITIES_DROPPED = (
     25,  # SYS_TIME
     26,  # SYS_TTY_CONFIG
     27,  # MKNOD
+    28,  # LEASE (a lease on a file outside holds its writers back; seccomp refuses leases too)
     29,  # AUDIT_WRITE
     30,  # AUDIT_CONTROL
     31,  # SETFCAP
@@ -113,21 +115,31 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def enter(spec: Spec) -> None:
-    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) around this process."""
+def enter(spec: Spec, *, die_with_parent: bool = False) -> None:
+    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) around this process. It returns in a new
+    process, the command's, inside a PID namespace of its own; this one waits for it and ends as it ends, never
+    returning (`supervisor`). With `die_with_parent` (the fork server's children: their single-threaded parent),
+    everything ends when this process's parent does."""
     abi = landlock.abi_version()
     if abi < landlock.MIN_ABI:
         raise Failure(f"the kernel's Landlock ABI is {abi}; the sandbox needs {landlock.MIN_ABI} or newer")
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
+    resource.setrlimit(RLIMIT_CORE, (1, 1))  # a limit of 1 makes the kernel refuse a piped core_pattern helper too
+    if die_with_parent:
+        parent = os.getppid()
+        _prctl(PR_SET_PDEATHSIG, 9)
+        if os.getppid() != parent:
+            raise Failure("the process that started the command is gone")
     shared = spec.get("network", ())
     if shared:
         _join_network(shared[0])
         _unshare_rest()
     else:
-        _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
-    _join_cgroup(spec)  # before /sys goes read-only
+        _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID)
+    _join_cgroup(spec)  # before /sys goes read-only; the waiter too, so all of the command counts there
+    report = supervisor.split()  # from here on, in the namespace's init (pid 1)
     private_pts = _mounts(spec)
     if not shared:
         _loopback_up()
@@ -140,6 +152,8 @@ def enter(spec: Spec) -> None:
     if spec.get("unix_sockets") == ["yes"]:
         families.add(seccomp.AF_UNIX)
     _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
+    supervisor.start_command(report)  # from here on, in the command's process
+    supervisor.close_from(3)  # nothing inherited beyond its standard streams
 
 
 def hold_network(proxy_socket: str | None, cgroup: str | None) -> tuple[int, int | None]:
@@ -226,9 +240,10 @@ def _drop_capabilities() -> None:
 
 
 def _unshare_rest() -> None:
-    """The mount, UTS and IPC namespaces of the command's own, inside the session's user namespace if it joined one
-    (where it has the rights to make them)."""
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC), "creating the namespaces (unshare)")
+    """The mount, UTS, IPC and PID namespaces of the command's own, inside the session's user namespace if it joined
+    one (where it has the rights to make them)."""
+    flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID
+    _check(_libc.unshare(flags), "creating the namespaces (unshare)")
 
 
 def _namespaces(flags: int) -> None:
@@ -284,6 +299,7 @@ def _mounts(spec: Spec) -> bool:
     _mount(None, "/", MS_REC | MS_PRIVATE)
     _check(_set_read_only("/", True), "making the file system read-only")  # metadata too: chmod, chown, utimes
     private_pts = _private_devices()
+    _private_proc()
     for path in spec.get("write", ()):
         if os.path.isdir(path) and not os.path.islink(path):
             _mount(path, path, MS_BIND | MS_REC)
@@ -317,6 +333,16 @@ def _private_devices() -> bool:
     if os.path.exists("/dev/ptmx"):
         _mount("/dev/pts/ptmx", "/dev/ptmx", MS_BIND)
     return True
+
+
+def _private_proc() -> None:
+    """A /proc of the command's PID namespace (read-only, as the rest): processes outside are not there to see. Where
+    the kernel refuses it (a /proc with parts masked, as in some containers) the machine's stays, read-only; the
+    namespace still keeps outside processes out of reach, since their pids mean nothing inside."""
+    try:  # noqa: SIM105 - contextlib would cost the launcher an import
+        _mount("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "proc")
+    except Failure:
+        pass
 
 
 def _locked_flags(path: str) -> int:
@@ -378,13 +404,25 @@ def _start_forwarder(socket_path: str, arch: str, families: frozenset[int], *, k
 def _limits(spec: Spec) -> None:
     for value in spec.get("max_file_bytes", ()):
         resource.setrlimit(RLIMIT_FSIZE, (int(value), int(value)))
-    resource.setrlimit(RLIMIT_CORE, (0, 0))  # a core dump could be piped to a helper outside the walls
     if not spec.get("cgroup") and os.getuid() != 0:
         for value in spec.get("max_processes", ()):
             resource.setrlimit(RLIMIT_NPROC, (int(value), int(value)))
     if os.getuid() == 0:
         for cap in ROOT_CAPABILITIES_DROPPED:
             _prctl(PR_CAPBSET_DROP, cap)  # an unknown capability (an older kernel) is skipped
+    _clear_inherited_capabilities()
+
+
+def _clear_inherited_capabilities() -> None:
+    """No inheritable and no ambient capabilities: what `exec` could carry over past the bounding set (root's
+    inheritable set counts in full for any program it runs; an ambient one for any program at all)."""
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)  # refused only below Linux 4.3, where there is none
+    header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(24)
+    _check(_libc.capget(header, data), "reading the capabilities")
+    words = list(struct.unpack("=6I", data.raw))  # (effective, permitted, inheritable) twice: the low, the high 32
+    words[2] = words[5] = 0
+    _check(_libc.capset(header, ctypes.create_string_buffer(struct.pack("=6I", *words), 24)), "clearing capabilities")
 
 
 def _join_cgroup(spec: Spec) -> None:
