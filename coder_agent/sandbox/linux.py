@@ -156,15 +156,15 @@ def enter(spec: Spec, *, die_with_parent: bool = False) -> None:
     supervisor.close_from(3)  # nothing inherited beyond its standard streams
 
 
-def hold_network(proxy_socket: str | None, cgroup: str | None) -> tuple[int, int | None]:
-    """Become a session's network (`enter.py --network`): the session's pids cgroup joined (its forwarder's threads
+def hold_network(proxy_socket: str | None, cgroups: list[str]) -> tuple[int, int | None]:
+    """Become a session's network (`enter.py --network`): the session's cgroup joined (its forwarder's threads
     count there), a network namespace of its own (in a user namespace of its own when not root) with its loopback
     up and, with `proxy_socket`, the proxy's forwarder listening in it; then no capabilities, no_new_privs and a
     seccomp filter. The namespace's cookie (never reused while the machine runs) and the forwarder's pid."""
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
-    _join_cgroup({"cgroup": [cgroup]} if cgroup else {})
+    _join_cgroup({"cgroup": cgroups})
     _namespaces(CLONE_NEWNET)
     _loopback_up()
     cookie = _netns_cookie()
@@ -430,7 +430,7 @@ def _join_cgroup(spec: Spec) -> None:
         try:
             _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
         except OSError as exc:
-            raise Failure(f"joining the command's pids cgroup failed: {exc.strerror}") from None
+            raise Failure(f"joining the session's cgroup failed: {exc.strerror}") from None
 
 
 def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:

@@ -29,14 +29,16 @@ with the same rights.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
-import select
 import signal
 import struct
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name the same way)
+
+if TYPE_CHECKING:  # typing costs the launcher's start ~10 ms, and so would contextlib: neither is used here
+    from typing import NoReturn
 
 KILL_AFTER = 2.0
 """After SIGTERM or SIGHUP reaches the waiter (or the supervisor), how long the command gets to end by itself before
@@ -65,8 +67,10 @@ def close_from(first: int, keep: int = -1) -> None:
         for name in os.listdir("/proc/self/fd"):  # no close_range (a kernel older than 5.9)
             fd = int(name)
             if low <= fd <= high:
-                with contextlib.suppress(OSError):
+                try:  # noqa: SIM105
                     os.close(fd)
+                except OSError:
+                    pass
 
 
 # ---- inside the walls: a PID namespace whose init is ours ---------------------------------------------------------
@@ -82,6 +86,8 @@ def split() -> int:
         _wait_for_init(init, read_end)
     os.close(read_end)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    import select
+
     poller = select.poll()
     poller.register(write_end, select.POLLERR)
     if poller.poll(0):  # the waiter died before the line above: no one would see the command end
@@ -106,8 +112,10 @@ def start_command(report: int) -> None:
             os._exit(FAILURE_STATUS)
         if pid == command:
             break
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105
         os.write(report, STATUS.pack(status))
+    except OSError:
+        pass
     os._exit(0)
 
 
@@ -115,19 +123,24 @@ def _wait_for_init(init: int, report: int) -> NoReturn:
     close_from(3, keep=report)
     _stop_later(lambda: _kill(init))
     status: int | None = None
-    with contextlib.suppress(ChildProcessError):
+    try:  # noqa: SIM105
         status = os.waitpid(init, 0)[1]
-    said = b""
-    with contextlib.suppress(OSError):
+    except ChildProcessError:
+        pass
+    try:
         said = os.read(report, STATUS.size)
+    except OSError:
+        said = b""
     if len(said) == STATUS.size:
         status = STATUS.unpack(said)[0]  # the command's own end
     _end_as(FAILURE_STATUS << 8 if status is None else status)
 
 
 def _kill(pid: int) -> None:
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105
         os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _stop_later(stop: object) -> None:
@@ -153,10 +166,12 @@ def _end_as(status: int) -> NoReturn:
     signal.setitimer(signal.ITIMER_REAL, 0)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        with contextlib.suppress(OSError, ValueError):
+        try:
             signal.signal(number, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
             os.kill(os.getpid(), number)
+        except (OSError, ValueError):
+            pass
         os._exit(128 + number)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else FAILURE_STATUS)
 
@@ -205,8 +220,10 @@ def _end_descendants() -> None:
         for pid in children:
             _kill(pid)
         for pid in children:
-            with contextlib.suppress(ChildProcessError):
+            try:  # noqa: SIM105
                 os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def _children() -> list[int]:
@@ -219,8 +236,10 @@ def _children() -> list[int]:
     found = []
     for name in os.listdir("/proc"):  # no children file (a kernel without CONFIG_PROC_CHILDREN)
         if name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
+            try:
                 with open(f"/proc/{name}/stat", "rb") as handle:
                     if handle.read().rpartition(b")")[2].split()[1] == me.encode():
                         found.append(int(name))
+            except (OSError, IndexError):
+                pass
     return found

@@ -26,6 +26,7 @@ from coder_agent.permissions import Choice, chosen
 from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.secrets import child_environ
 from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
@@ -146,7 +147,7 @@ class LocalBridge:
                 process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
             else:
                 process = await spawn_group(
-                    shell_argv(command),
+                    held_together(shell_argv(command), agent_is_parent=True),
                     cwd=cwd,
                     env=env,
                     stdin=subprocess.DEVNULL,

@@ -20,6 +20,7 @@ import anyio
 
 from coder_agent.process import PipedLeader, spawn_group, stop_group
 from coder_agent.sandbox.command import CommandGuard, CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.secrets import child_environ
 from coder_agent.session.background import InputPipe, JobExit, OutputBuffer
 from coder_agent.session.bridge import COMMAND_ENV, BridgeError, shell_argv
@@ -50,7 +51,7 @@ async def start_local_job(
             process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=read_end)
         else:
             process = await spawn_group(
-                shell_argv(command),
+                held_together(shell_argv(command), agent_is_parent=True),
                 cwd=cwd,
                 env=env,
                 stdin=read_end if read_end is not None else subprocess.DEVNULL,

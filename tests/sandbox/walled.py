@@ -45,7 +45,7 @@ import anyio
 from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
-from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.cgroups import make_session_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
@@ -234,10 +234,12 @@ class Walled:
             agent_paths=agent_paths(None),
             home=layout.home,
         )
-        pids = make_pids_group(walls.max_processes) if as_user is None else None  # a root agent's session cgroup
-        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, pids)
-        if pids is not None:
-            weakref.finalize(self, remove_group, pids)
+        group = None  # a root agent's session cgroup (processes, memory)
+        if as_user is None:
+            group = make_session_group(walls.max_processes, (settings.max_memory_mb or 4096) << 20)
+        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, group)
+        if group is not None:
+            weakref.finalize(self, remove_group, group)
         self.proxy = HostProxy(proxy_socket, walls.hosts) if proxy_socket is not None else None
         self.proxy_leaks: list[str] = []
         """ResourceWarnings raised when the proxy stopped (its listener is left for the garbage collector)."""
