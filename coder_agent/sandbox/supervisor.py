@@ -136,9 +136,9 @@ def _wait_for_init(init: int, report: int) -> NoReturn:
     _end_as(FAILURE_STATUS << 8 if status is None else status)
 
 
-def _kill(pid: int) -> None:
+def _kill(pid: int, number: int = signal.SIGKILL) -> None:
     try:  # noqa: SIM105
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, number)
     except OSError:
         pass
 
@@ -180,9 +180,16 @@ def _end_as(status: int) -> NoReturn:
 
 
 def supervise(argv: list[str], *, die_with_parent: bool = False) -> NoReturn:
-    """Run `argv` as a child and end everything it started when it ends (see the module docstring); with
-    `die_with_parent` (a parent whose starting thread lives as long as it does: the agent's event loop), also when
-    this process's parent ends."""
+    """Run `argv` and end everything it started when it ends (see the module docstring); with `die_with_parent` (a
+    parent whose starting thread lives as long as it does: the agent's event loop), also when this process's parent
+    ends.
+
+    Two subreapers, each ending the other's work if the other is killed outright: this process (the *outer*, in the
+    process group its starter signals) and a child of it (the *inner*, in a process group of its own, the terminal's
+    foreground when there is one), which runs the command. SIGKILL to the outer one's group (an editor killing its
+    terminal) ends the outer one only: the inner one, told by PR_SET_PDEATHSIG, ends the command's group (SIGTERM,
+    then after `KILL_AFTER` every descendant). SIGKILL to the inner one sends everything below it to the outer one,
+    which ends it all."""
     parent = os.getppid()
     if sys.platform != "linux" or _prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
         os.execvp(argv[0], argv)  # nothing to hold them with: the command as it is
@@ -190,9 +197,29 @@ def supervise(argv: list[str], *, die_with_parent: bool = False) -> NoReturn:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:
             os._exit(FAILURE_STATUS)  # whoever started it is gone already
+    outer = os.getpid()
+    inner = os.fork()
+    if inner == 0:
+        _inner(argv, outer)
+    close_from(3)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal sends them to its foreground group: the inner one's
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda number, frame: _kill(inner, signal.SIGTERM))
+    status = _wait_for(inner)
+    _end_descendants()
+    _end_as(status)
+
+
+def _inner(argv: list[str], outer: int) -> NoReturn:
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != outer:
+        os._exit(FAILURE_STATUS)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _own_group()
     command = os.fork()
     if command == 0:
-        for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+        for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTTOU):
             signal.signal(signum, signal.SIG_DFL)
         try:
             os.execvp(argv[0], argv)
@@ -200,17 +227,53 @@ def supervise(argv: list[str], *, die_with_parent: bool = False) -> NoReturn:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
             os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
     close_from(3)
-    _stop_later(_end_descendants)
-    status: int | None = None
-    while status is None:
-        try:
-            pid, got = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        if pid == command:
-            status = got
+    told: list[int] = []
+
+    def tell_then_end(number: int, frame: object) -> None:
+        if not told:  # the command's group hears it (this process too, once), and gets KILL_AFTER to end
+            told.append(number)
+            _kill(-os.getpgrp(), signal.SIGTERM)
+            signal.setitimer(signal.ITIMER_REAL, KILL_AFTER)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, tell_then_end)
+    signal.signal(signal.SIGHUP, tell_then_end)
+    signal.signal(signal.SIGALRM, lambda number, frame: _end_descendants())
+    status = _wait_for(command)
     _end_descendants()
-    _end_as(FAILURE_STATUS << 8 if status is None else status)
+    _end_as(status)
+
+
+def _own_group() -> None:
+    """A process group of its own, the terminal's foreground group if its parent's was (so that the command reads
+    and sets the terminal as it would have)."""
+    terminal = next((fd for fd in (0, 1, 2) if os.isatty(fd)), None)
+    foreground = False
+    if terminal is not None:
+        try:  # noqa: SIM105
+            foreground = os.tcgetpgrp(terminal) == os.getpgrp()
+        except OSError:
+            pass
+    os.setpgid(0, 0)
+    if foreground:
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a background group may set the foreground when it ignores this
+        try:  # noqa: SIM105
+            os.tcsetpgrp(terminal, os.getpgrp())  # type: ignore[arg-type]
+        except OSError:
+            pass
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+
+
+def _wait_for(child: int) -> int:
+    """Reap children (orphans come here too) until `child` has ended; its wait status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return FAILURE_STATUS << 8
+        if pid == child:
+            return status
 
 
 def _end_descendants() -> None:

@@ -35,7 +35,7 @@ import stat
 import subprocess
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,13 +251,25 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
-        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end."""
-        return anyio.run(self._serve_and_run, command, timeout, stdin, env)
+        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end; `prefix` goes
+        before the launcher (as `setpriv` does for `as_user`), which inherits `pass_fds`."""
+        return anyio.run(self._serve_and_run, command, timeout, stdin, env, prefix, pass_fds)
 
-    async def _serve_and_run(self, command: str, timeout: float, stdin: int, env: Mapping[str, str] | None) -> Ran:
+    async def _serve_and_run(
+        self,
+        command: str,
+        timeout: float,
+        stdin: int,
+        env: Mapping[str, str] | None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
+    ) -> Ran:
+        more = {"prefix": prefix, "pass_fds": pass_fds}
         if self.proxy is None:
-            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
         with contextlib.suppress(FileNotFoundError):
             self.proxy.socket_path.unlink()
         with warnings.catch_warnings(record=True) as caught:
@@ -265,7 +277,7 @@ class Walled:
             async with anyio.create_task_group() as tasks:
                 await self.proxy.serve(tasks)
                 try:
-                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
                 finally:
                     tasks.cancel_scope.cancel()
             gc.collect()
@@ -282,6 +294,8 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
         return await run_inside(
             self.sandbox,
@@ -292,6 +306,8 @@ class Walled:
             stdin=stdin,
             env={MARK_VARIABLE: self.mark, **(env or {})},
             as_user=self.as_user,
+            prefix=prefix,
+            pass_fds=pass_fds,
         )
 
 
@@ -329,9 +345,12 @@ async def run_inside(
     stdin: int = subprocess.DEVNULL,
     env: Mapping[str, str] | None = None,
     as_user: int | None = None,
+    prefix: Sequence[str] = (),
+    pass_fds: Sequence[int] = (),
 ) -> Ran:
     """Run `bash -c command` inside `sandbox`'s walls as the agent does (see the module docstring)."""
     argv, extra_env = await command_line(command, sandbox)
+    argv = [*prefix, *argv]
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", "--", *argv]
     guard = sandbox.guard()  # as the bridges do: the command's mark, and the git redirects it must not leave
@@ -345,7 +364,7 @@ async def run_inside(
         **(env or {}),
     }
     process = await spawn_group(
-        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds
     )
     chunks: list[bytes] = []
     drained = anyio.Event()
@@ -400,9 +419,9 @@ def snapshot(paths: tuple[Path, ...]) -> dict[str, Entry]:
     return seen
 
 
-def survivors(mark: str) -> list[int]:
+def survivors(mark: str, variable: str = MARK_VARIABLE) -> list[int]:
     """The processes whose environment carries `mark` (what a command left running)."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
+    needle = f"{variable}={mark}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
