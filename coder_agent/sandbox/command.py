@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +54,6 @@ DENIAL_SIGNS = (
     "coder-agent sandbox:",
 )
 """What a command prints when the walls stopped it (file system, network, the proxy's refusal, the launcher)."""
-COMMAND_MARK = "CODER_AGENT_COMMAND"
-"""The environment entry that marks the processes of one sandboxed command."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +174,9 @@ class CommandSandbox:
         return [*self.walls.describe(), *([self.group.describe()] if self.group is not None else [])]
 
     def guard(self) -> CommandGuard:
-        """What one command needs around it: a mark for its processes, the git redirects there were before it."""
-        return CommandGuard(self.walls, uuid.uuid4().hex, self.walls.git_redirects())
+        """What one command needs around it: the git redirects there were before it. (What it leaves running ends
+        with it: it has a PID namespace of its own, `sandbox/supervisor.py`.)"""
+        return CommandGuard(self.walls, self.walls.git_redirects())
 
     async def aclose(self) -> None:
         if self.spawner is not None:
@@ -195,21 +191,14 @@ class CommandSandbox:
 
 @dataclass
 class CommandGuard:
-    """One sandboxed command's mark (in `env`, inherited by all it starts) and what it must not leave behind."""
+    """What one sandboxed command must not leave behind: git redirects it made."""
 
     walls: Walls
-    token: str
     git_before: dict[Path, bytes]
 
-    @property
-    def env(self) -> dict[str, str]:
-        return {COMMAND_MARK: self.token}
-
     async def finish(self) -> str:
-        """Once the command has ended: kill what it left running (a daemon that left its process group still
-        carries the mark), and remove the git redirects it made; what was done, as a note for the output."""
+        """Once the command has ended: remove the git redirects it made; what was done, as a note for the output."""
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_kill_marked, f"{COMMAND_MARK}={self.token}".encode())
             made = await anyio.to_thread.run_sync(self.walls.git_redirects)
         notes = []
         for path, says in sorted(made.items()):
@@ -228,25 +217,6 @@ class CommandGuard:
                 f"folder's config and hooks; {undone}.]"
             )
         return "".join(notes)
-
-
-def _kill_marked(mark: bytes) -> None:
-    """SIGKILL every process whose environment holds `mark` (Linux's /proc; elsewhere nothing)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                found = mark in handle.read().split(b"\0")
-        except OSError:
-            continue
-        if found:
-            with contextlib.suppress(OSError):
-                os.kill(int(name), signal.SIGKILL)
 
 
 def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:

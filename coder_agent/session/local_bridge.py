@@ -6,7 +6,8 @@ offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a win
 (never the whole file for twenty lines of it), and writes replace the file atomically. Given the real place a
 path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
-of their environment; the group is killed on timeout or cancel. Background commands (jobs) are started the same
+of their environment; the group is killed on timeout or cancel, and what they leave running ends with them
+(inside the walls by their PID namespace, outside by a supervisor: `sandbox/supervisor.py`). Background commands (jobs) are started the same
 way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is no one to ask, and the
 answer says so.
 """
@@ -141,7 +142,7 @@ class LocalBridge:
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
         guard = sandbox.guard() if sandbox is not None else None
-        env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
+        env = {**child_environ(), **COMMAND_ENV}
         try:
             if sandbox is not None:
                 process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)

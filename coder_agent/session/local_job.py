@@ -4,7 +4,8 @@ its output read as it comes into a bounded buffer, its standard input a pipe whe
 
 `start_local_job` starts one; the job's owner runs it (`run`) until it ends or is killed. Killing ends the whole
 group (SIGTERM, a grace period, SIGKILL), and so does the end of its leader: what it left running in the
-background is ended with it, as for any command.
+background is ended with it, as for any command, also what left the group and its environment (inside the walls a
+PID namespace of its own holds it all, outside them a subreaper supervisor: `sandbox/supervisor.py`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ async def start_local_job(
     """Start a shell command line as a background process group (inside `sandbox`'s walls if given); its standard
     input a pipe with `with_input`, else /dev/null. BridgeError if it could not start."""
     guard = sandbox.guard() if sandbox is not None else None
-    env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
+    env = {**child_environ(), **COMMAND_ENV}
     read_end, write_end = os.pipe() if with_input else (None, None)
     try:
         if sandbox is not None:
@@ -109,7 +110,7 @@ class LocalJob:
             with anyio.CancelScope(shield=True):
                 await stop_group(process, grace=KILL_GRACE)  # what it left behind in its group
                 if self.guard is not None:
-                    self.output.add(await self.guard.finish())  # and what left the group; git redirects undone
+                    self.output.add(await self.guard.finish())  # git redirects undone
             if self.input is not None:
                 self.input.close()
         code = process.returncode

@@ -358,7 +358,6 @@ async def run_inside(
         **child_environ(),
         **COMMAND_ENV,
         **extra_env,
-        **guard.env,
         "HOME": str(home),
         **GIT_IDENTITY,
         **(env or {}),
