@@ -11,8 +11,9 @@ or a container's, still holds its commands too):
   children, which the kernel allows only when no process lives in that cgroup itself: the cgroup v2 root (root in a
   container whose cgroup is the root).
 
-Every command of the session joins it before its walls go up (`linux._join_cgroup`), and the session's network
-holder too; closing the session kills what is left in it and removes it. Elsewhere there is none: on a desktop, the
+Every command of the session joins it before its walls go up (`linux.join_cgroups`; the fork server joins it once,
+and its children are born there), and the session's network holder too; closing the session kills what is left in
+it and removes it. Elsewhere there is none: on a desktop, the
 user's own cgroups are systemd's, the agent shares its editor's, and a controller cannot be enabled below a cgroup
 processes live in. There the processes are held by RLIMIT_NPROC and the memory by nothing of ours (run the agent
 under `systemd-run --user --scope -p MemoryMax=…` to bound it and everything it starts). Which processes belong to a

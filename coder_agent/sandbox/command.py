@@ -124,9 +124,9 @@ class CommandSandbox:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         linux = support.kind == "landlock"
-        spawner = ForkServerSpawner(tasks) if linux else None
         memory = (settings.max_memory_mb << 20) if settings.max_memory_mb else default_memory()
         group = await anyio.to_thread.run_sync(make_session_group, walls.max_processes, memory) if linux else None
+        spawner = ForkServerSpawner(tasks, group.folders if group is not None else ()) if linux else None
         network = SessionNetwork(proxy_socket, group.folders if group is not None else ()) if linux else None
         return cls(walls, support, folder, proxy, spawner, group, network)
 

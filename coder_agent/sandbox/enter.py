@@ -11,7 +11,8 @@ package from its path and imports only standard-library code of ours. The walls 
 `CODER_AGENT_SANDBOX` (`sandbox.walls.Walls.spec`, encoded by `sandbox.spec`), removed before the command starts.
 When the walls cannot be put up, it prints one line starting with `FAILURE_MARK` on stderr and exits with
 `FAILURE_STATUS` without running anything: the agent never runs a command it meant to contain without its walls.
-The signals Python ignores (SIGPIPE, SIGXFSZ) are restored first, since an ignored signal stays ignored across exec.
+The signals Python ignores (SIGPIPE, SIGXFSZ) are restored for the command, since an ignored signal stays ignored
+across exec.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # typing costs the launcher's start ~10 ms
 USAGE = " | ".join(
     (
         "enter.py [--own [--die-with-parent]] -- COMMAND [ARGS...]",
-        "--serve FD",
+        "--serve FD [--cgroup DIR]...",
         "--network [--proxy SOCKET] [--cgroup DIR]...",
     )
 )
@@ -36,10 +37,10 @@ USAGE = " | ".join(
 def main(argv: list[str]) -> None:
     from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE, decode
 
-    if argv[:1] == ["--serve"] and len(argv) == 2 and argv[1].isdigit():
+    if argv[:1] == ["--serve"] and len(argv) % 2 == 0 and argv[1].isdigit() and set(argv[2::2]) <= {"--cgroup"}:
         from coder_agent.sandbox import forkserver
 
-        forkserver.serve(int(argv[1]))
+        forkserver.serve(int(argv[1]), argv[3::2])
         return
     if argv[:1] == ["--network"] and len(argv) % 2 == 1:
         pairs = list(zip(argv[1::2], argv[2::2], strict=True))
@@ -64,18 +65,9 @@ def main(argv: list[str]) -> None:
     from coder_agent.sandbox import linux
 
     try:
-        linux.enter(decode(raw))
+        linux.enter(decode(raw), command, dict(os.environ))
     except (linux.Failure, ValueError, OSError) as exc:
         _fail(FAILURE_MARK, f"{exc}; the command was not run")
-    import signal
-
-    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(signum, signal.SIG_DFL)
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        print(f"{command[0]}: {exc.strerror}", file=sys.stderr)
-        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
 def _hold_network(proxy_socket: str | None, cgroups: list[str]) -> None:

@@ -37,6 +37,10 @@ import struct
 from coder_agent.sandbox import landlock, seccomp, supervisor
 from coder_agent.sandbox.spec import Spec
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name the same way)
+if TYPE_CHECKING:  # typing costs the launcher's start ~10 ms
+    from typing import NoReturn
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -115,11 +119,16 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def enter(spec: Spec, *, die_with_parent: bool = False) -> None:
-    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) around this process. It returns in a new
-    process, the command's, inside a PID namespace of its own; this one waits for it and ends as it ends, never
-    returning (`supervisor`). With `die_with_parent` (the fork server's children: their single-threaded parent),
-    everything ends when this process's parent does."""
+def enter(spec: Spec, argv: list[str], env: dict[str, str], *, die_with_parent: bool = False) -> NoReturn:
+    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) and run `argv` with `env` inside them, in
+    a PID namespace of its own whose init is ours: this process waits for it and ends as the command ends
+    (`supervisor`). With `die_with_parent` (the fork server's children: their single-threaded parent), everything
+    ends when this process's parent does. `Failure` (nothing run) if a wall cannot go up.
+
+    The work is done before the namespace's init is forked, in this process, wherever the result is inherited (the
+    mount namespace, limits, capabilities, no_new_privs, the Landlock rules, the seccomp program): what a fork
+    copies is paid again for each page either side then touches, so the init does little (its /proc, Landlock's
+    restriction, the seccomp filter) and starts the command with `posix_spawn`, which copies nothing."""
     abi = landlock.abi_version()
     if abi < landlock.MIN_ABI:
         raise Failure(f"the kernel's Landlock ABI is {abi}; the sandbox needs {landlock.MIN_ABI} or newer")
@@ -138,22 +147,27 @@ def enter(spec: Spec, *, die_with_parent: bool = False) -> None:
         _unshare_rest()
     else:
         _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID)
-    _join_cgroup(spec)  # before /sys goes read-only; the waiter too, so all of the command counts there
-    report = supervisor.split()  # from here on, in the namespace's init (pid 1)
+    join_cgroups(spec.get("cgroup", []))  # before /sys goes read-only; the waiter too, so all of the command counts
     private_pts = _mounts(spec)
     if not shared:
         _loopback_up()
     _limits(spec)
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _landlock(spec, abi, private_pts)
+    ruleset = _landlock(spec, abi, private_pts)
     families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
-    for proxy_socket in () if shared else spec.get("proxy", ()):
-        _start_forwarder(proxy_socket, arch, frozenset(families | {seccomp.AF_UNIX}))
+    forwarded = frozenset(families | {seccomp.AF_UNIX})
     if spec.get("unix_sockets") == ["yes"]:
         families.add(seccomp.AF_UNIX)
-    _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
-    supervisor.start_command(report)  # from here on, in the command's process
-    supervisor.close_from(3)  # nothing inherited beyond its standard streams
+    program = seccomp.filter_program(arch, frozenset(families))
+    path = supervisor.find_program(argv[0], env)
+    report = supervisor.split()  # from here on, in the namespace's init (pid 1)
+    if _private_proc():
+        ruleset.allow("/proc", landlock.READ)  # the new mount: the rule made before it was for the machine's
+    ruleset.restrict()
+    for proxy_socket in () if shared else spec.get("proxy", ()):
+        _start_forwarder(proxy_socket, arch, forwarded)
+    _install_seccomp(program)
+    supervisor.run_command(report, path, argv, env)
 
 
 def hold_network(proxy_socket: str | None, cgroups: list[str]) -> tuple[int, int | None]:
@@ -164,7 +178,7 @@ def hold_network(proxy_socket: str | None, cgroups: list[str]) -> tuple[int, int
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
-    _join_cgroup({"cgroup": cgroups})
+    join_cgroups(cgroups)
     _namespaces(CLONE_NEWNET)
     _loopback_up()
     cookie = _netns_cookie()
@@ -299,7 +313,6 @@ def _mounts(spec: Spec) -> bool:
     _mount(None, "/", MS_REC | MS_PRIVATE)
     _check(_set_read_only("/", True), "making the file system read-only")  # metadata too: chmod, chown, utimes
     private_pts = _private_devices()
-    _private_proc()
     for path in spec.get("write", ()):
         if os.path.isdir(path) and not os.path.islink(path):
             _mount(path, path, MS_BIND | MS_REC)
@@ -335,14 +348,16 @@ def _private_devices() -> bool:
     return True
 
 
-def _private_proc() -> None:
-    """A /proc of the command's PID namespace (read-only, as the rest): processes outside are not there to see. Where
-    the kernel refuses it (a /proc with parts masked, as in some containers) the machine's stays, read-only; the
-    namespace still keeps outside processes out of reach, since their pids mean nothing inside."""
-    try:  # noqa: SIM105 - contextlib would cost the launcher an import
+def _private_proc() -> bool:
+    """A /proc of the command's PID namespace (read-only, as the rest): processes outside are not there to see; made
+    by the namespace's init (a /proc shows the namespace of who mounts it). Where the kernel refuses it (a /proc with
+    parts masked, as in some containers) the machine's stays, read-only, and False: the namespace still keeps outside
+    processes out of reach, since their pids mean nothing inside."""
+    try:
         _mount("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "proc")
     except Failure:
-        pass
+        return False
+    return True
 
 
 def _locked_flags(path: str) -> int:
@@ -425,15 +440,32 @@ def _clear_inherited_capabilities() -> None:
     _check(_libc.capset(header, ctypes.create_string_buffer(struct.pack("=6I", *words), 24)), "clearing capabilities")
 
 
-def _join_cgroup(spec: Spec) -> None:
-    for cgroup in spec.get("cgroup", ()):
+def join_cgroups(folders: list[str]) -> None:
+    """Join the session's cgroups, but those this process is in already (born in them: the fork server's children),
+    since a move, even to where it is, costs the kernel milliseconds."""
+    if not folders:
+        return
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        lines = []
+    member = set()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            member.add(os.path.normpath(os.path.join("/sys/fs/cgroup", controller, path.lstrip("/"))))
+    for folder in folders:
+        if os.path.normpath(folder) in member:
+            continue
         try:
-            _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
+            _write(os.path.join(folder, "cgroup.procs"), str(os.getpid()))
         except OSError as exc:
             raise Failure(f"joining the session's cgroup failed: {exc.strerror}") from None
 
 
-def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:
+def _landlock(spec: Spec, abi: int, private_pts: bool) -> landlock.Ruleset:
+    """The Landlock rules, made (the init applies them)."""
     ruleset = landlock.Ruleset(abi, net=False)
     denied = [os.path.normpath(p) for p in spec.get("deny", ())]
     landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, "/dev"])
@@ -449,7 +481,7 @@ def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:
             ruleset.allow(os.ttyname(fd), device_rights)
         except OSError:
             pass
-    ruleset.restrict()
+    return ruleset
 
 
 def _install_seccomp(program: bytes) -> None:

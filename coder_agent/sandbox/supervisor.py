@@ -4,15 +4,15 @@ process could shed.
 
 Standard library only: it runs in the launcher (`enter.py`) and the fork server's children, before `exec`.
 
-**Inside the walls** (`linux.enter` calls `split` right after making the namespaces, and `start_command` once every
-wall is up). The command gets a PID namespace of its own, whose init is ours:
+**Inside the walls** (`linux.enter` calls `split` once the namespaces are made and the walls ready, and
+`run_command` once every wall is up). The command gets a PID namespace of its own, whose init is ours:
 
 - the *waiter* (the process the agent or the editor started, outside the namespace) forks the init and waits for
   it; it ends as the command ended (its exit status, or the same signal), so whoever started it sees the command;
-- the *init* (pid 1 inside) forks the command, reaps whatever ends in the namespace, and exits as soon as the
+- the *init* (pid 1 inside) starts the command, reaps whatever ends in the namespace, and exits as soon as the
   command itself ends; the kernel then kills everything left in the namespace, daemons included. It dies with the
-  waiter (PR_SET_PDEATHSIG), and the waiter with its own parent (the fork server, or the editor's terminal process),
-  so killing the waiter, its process group, or its parent ends all of it. A signal that reaches the waiter alone
+  waiter (PR_SET_PDEATHSIG), and a fork server's waiter with the fork server, so killing the waiter, its process
+  group, or the fork server ends all of it. A signal that reaches the waiter alone
   (SIGTERM, SIGHUP) gives the command `KILL_AFTER` seconds, then ends the namespace; SIGINT and SIGQUIT, which a
   terminal sends the whole group, the waiter ignores (the command got them too).
 - Outside pids do not exist in the namespace: nothing inside can signal, or see in its own /proc, a process outside,
@@ -45,7 +45,7 @@ KILL_AFTER = 2.0
 everything of it is killed. Below the reaper's grace (`coder_agent.reaper.GRACE`), so a killed agent's reaper finds
 it done."""
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-SYS_CLOSE_RANGE = 436  # the same on every architecture
+SYS_CLOSE_RANGE, CLOSE_RANGE_CLOEXEC = 436, 4  # the same on every architecture
 FAILURE_STATUS = 125
 STATUS = struct.Struct("=i")
 
@@ -96,22 +96,37 @@ def split() -> int:
     return write_end
 
 
-def start_command(report: int) -> None:
-    """In the init, every wall up: fork the command, which returns from here (and goes on to `exec`). The init never
-    returns: it reaps whatever ends in the namespace and, when the command ends, reports its wait status and exits,
-    which ends the namespace."""
-    command = os.fork()
-    if command == 0:
-        os.close(report)
-        return
+def find_program(name: str, env: dict[str, str]) -> str:
+    """Where `exec` would find `name` along `env`'s PATH (as `execvpe`), or `name` itself (it then fails to start)."""
+    if "/" in name:
+        return name
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return name
+
+
+def run_command(report: int, path: str, argv: list[str], env: dict[str, str]) -> NoReturn:
+    """In the init, every wall up: start the command (`posix_spawn`: no copy of this process), reap whatever ends in
+    the namespace and, when the command ends, report its wait status and exit, which ends the namespace."""
+    _libc.syscall(ctypes.c_long(SYS_CLOSE_RANGE), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), CLOSE_RANGE_CLOEXEC)
+    try:
+        command = os.posix_spawn(path, argv, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
+    except OSError as exc:
+        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+        _report(report, (127 if isinstance(exc, FileNotFoundError) else 126) << 8)
     close_from(0, keep=report)
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:  # pragma: no cover - the command is our child until we reap it
-            os._exit(FAILURE_STATUS)
+            _report(report, FAILURE_STATUS << 8)
         if pid == command:
-            break
+            _report(report, status)
+
+
+def _report(report: int, status: int) -> NoReturn:
     try:  # noqa: SIM105
         os.write(report, STATUS.pack(status))
     except OSError:

@@ -7,9 +7,9 @@ offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a win
 path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
 of their environment; the group is killed on timeout or cancel, and what they leave running ends with them
-(inside the walls by their PID namespace, outside by a supervisor: `sandbox/supervisor.py`). Background commands (jobs) are started the same
-way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is no one to ask, and the
-answer says so.
+(inside the walls by their PID namespace, outside by a supervisor: `sandbox/supervisor.py`). Background commands
+(jobs) are started the same way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is
+no one to ask, and the answer says so.
 """
 
 from __future__ import annotations
