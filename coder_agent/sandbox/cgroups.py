@@ -26,7 +26,6 @@ import contextlib
 import logging
 import os
 import signal
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +65,7 @@ def default_memory() -> int:
 def make_session_group(max_processes: int, max_memory: int) -> SessionGroup | None:
     """A new cgroup for a session's commands, limited as far as this machine allows, or None where none can be made
     or it would limit nothing."""
-    name = f"coder-agent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    name = f"coder-agent-{os.getpid()}-{os.urandom(4).hex()}"
     own = _own_cgroups()
     v1 = {kind: ROOT / kind / own[kind].lstrip("/") for kind in ("pids", "memory") if kind in own}
     folders: list[Path] = []
@@ -87,6 +86,19 @@ def make_session_group(max_processes: int, max_memory: int) -> SessionGroup | No
             folders.append(folder)
             processes, memory = max_processes, max_memory
     return SessionGroup(tuple(folders), processes, memory) if folders else None
+
+
+def can_limit_memory() -> bool:
+    """Whether a session's cgroup here could hold its memory (read without making one: for `initialize`)."""
+    if os.getuid() != 0:
+        return False
+    own = _own_cgroups()
+    if "memory" in own:
+        return (ROOT / "memory" / own["memory"].lstrip("/")).is_dir()
+    try:
+        return own.get("") == "/" and "memory" in (ROOT / "cgroup.controllers").read_text().split()
+    except OSError:
+        return False
 
 
 def _own_cgroups() -> dict[str, str]:
