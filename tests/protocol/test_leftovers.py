@@ -33,8 +33,9 @@ def job(entry: str) -> Call:
 
 @MODES
 @WHERE
-async def test_a_daemon_with_its_environment_cleared_ends_with_its_killed_job(
-    tmp_path: Path, mode: str, terminal: bool
+@pytest.mark.parametrize("end", ["job_kill", "session/close"])
+async def test_a_daemon_with_its_environment_cleared_ends_with_its_job(
+    tmp_path: Path, mode: str, terminal: bool, end: str
 ) -> None:
     entry = f"LEFTOVER={uuid.uuid4().hex}"
     kill = Reply(calls=[Call("job_kill", {"job_id": 1})])
@@ -43,24 +44,10 @@ async def test_a_daemon_with_its_environment_cleared_ends_with_its_killed_job(
         try:
             assert await client.prompt(session, "start the job") == "end_turn"
             await wait_carried(entry, present=True)
-            assert await client.prompt(session, "kill it") == "end_turn"
-            await wait_carried(entry, present=False)
-        finally:
-            _kill_left(entry)
-
-
-@MODES
-@WHERE
-async def test_a_daemon_with_its_environment_cleared_ends_with_its_session(
-    tmp_path: Path, mode: str, terminal: bool
-) -> None:
-    entry = f"LEFTOVER={uuid.uuid4().hex}"
-    model = ScriptedModel([Reply(calls=[job(entry)]), Reply("started")])
-    async with tool_agent(tmp_path, model, terminal=terminal, mode=mode) as (client, _, session, _):
-        try:
-            assert await client.prompt(session, "start the job") == "end_turn"
-            await wait_carried(entry, present=True)
-            await client.request("session/close", {"sessionId": session})
+            if end == "job_kill":
+                assert await client.prompt(session, "kill it") == "end_turn"
+            else:
+                await client.request("session/close", {"sessionId": session})
             await wait_carried(entry, present=False)
         finally:
             _kill_left(entry)
