@@ -110,7 +110,13 @@ def find_program(name: str, env: dict[str, str]) -> str:
 def run_command(report: int, path: str, argv: list[str], env: dict[str, str]) -> NoReturn:
     """In the init, every wall up: start the command (`posix_spawn`: no copy of this process), reap whatever ends in
     the namespace and, when the command ends, report its wait status and exit, which ends the namespace."""
-    _libc.syscall(ctypes.c_long(SYS_CLOSE_RANGE), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), CLOSE_RANGE_CLOEXEC)
+    if _libc.syscall(ctypes.c_long(SYS_CLOSE_RANGE), ctypes.c_uint(3), ctypes.c_uint(0xFFFFFFFF), CLOSE_RANGE_CLOEXEC):
+        for name in os.listdir("/proc/self/fd"):  # no close_range flags (a kernel older than 5.11)
+            if int(name) >= 3:
+                try:  # noqa: SIM105
+                    os.set_inheritable(int(name), False)
+                except OSError:
+                    pass
     try:
         command = os.posix_spawn(path, argv, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
     except OSError as exc:
