@@ -9,9 +9,11 @@ differs from its parent's context in where it works and with what: its working d
 session's folder, and that copy is its only root; its files are read and written on the disk (not in the editor,
 which knows nothing of the copy) and snapshotted for nothing the parent's `/undo` sees; its commands and jobs run
 there, inside walls built from that root alone (the parent's sandbox, with the copy as the only writable folder,
-its own temp folder, and no write to the repository's shared git folder); it has no MCP servers (they work in the
-parent's folder). The place is removed when the child's changes are applied or discarded, however the turn ends;
-`places.sweep` removes those of an agent that died.
+its own temp folder, and no write to the repository's shared git folder); its edits are checked by language servers
+of its own, rooted at its copy and started there when it first edits a file they check (the editor's know nothing of
+the copy), which end with it; it has no MCP servers (they work in the parent's folder). The place is removed when
+the child's changes are applied or discarded, however the turn ends; `places.sweep` removes those of an agent that
+died.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from pathlib import Path
 import anyio
 
 from coder_agent.agent import merging
+from coder_agent.agent.language_servers import language_servers
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.checkpoints.blobs import FileBlobStore
 from coder_agent.isolation import places
 from coder_agent.isolation.git import GitFailed
 from coder_agent.isolation.workplace import IsolationFailed, Workplace, make, sweep_left_behind
+from coder_agent.lsp.pool import LanguageServers
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.delegation import Delegated, ParentCall, ShowProgress
@@ -52,6 +56,8 @@ class ChildPlace:
     roots: tuple[Path, ...]
     sandbox: CommandSandbox | None
     checkpoints: Checkpoints
+    lsp: LanguageServers | None
+    """The language servers that check its edits."""
     files: ClientBridge | None = None
     """Reads and writes its files (None: the parent's bridge, the editor)."""
     isolated: str | None = None
@@ -60,7 +66,7 @@ class ChildPlace:
     @classmethod
     def shared(cls, parent: TurnContext) -> ChildPlace:
         """A child's place in its parent's folders (an `explore` child, or a `general` one not isolated)."""
-        return cls(parent.cwd, parent.roots, parent.sandbox, parent.checkpoints)
+        return cls(parent.cwd, parent.roots, parent.sandbox, parent.checkpoints, parent.lsp)
 
 
 RunChild = Callable[[ChildPlace], Awaitable[Delegated]]
@@ -88,12 +94,16 @@ class Isolation:
             except IsolationFailed as exc:
                 why = f"The sub-agent could not get a copy of its own to work in: {exc}. Nothing was done."
                 return Delegated(why + " Run it without `isolate`, or do the task yourself.", True, [text_content(why)])
+            place: ChildPlace | None = None
             try:
                 await say("")
-                result = await run_child(self._place(workplace))
+                place = self._place(workplace)
+                result = await run_child(place)
                 return await self._merge(name, workplace, result, progress, call)
             finally:
                 with anyio.CancelScope(shield=True):
+                    if place is not None and place.lsp is not None:
+                        await place.lsp.aclose()
                     await anyio.to_thread.run_sync(workplace.remove)
 
     def _make(self, name: str) -> Workplace:
@@ -113,7 +123,9 @@ class Isolation:
             "the user as one diff to approve; nothing reaches their folder before that. Leave your changes in the "
             "files (do not commit: the repository's history is not yours to change)."
         )
-        return ChildPlace(cwd, (cwd,), sandbox, checkpoints, LocalBridge(), note)
+        settings, parent = self.parent.config.lsp, self.parent
+        lsp = language_servers(settings, (cwd,), parent.tasks, sandbox, parent.bridge) if settings.enabled else None
+        return ChildPlace(cwd, (cwd,), sandbox, checkpoints, lsp, LocalBridge(), note)
 
     async def _merge(
         self, name: str, workplace: Workplace, result: Delegated, progress: ShowProgress, call: ParentCall | None
@@ -141,9 +153,7 @@ def child_sandbox(sandbox: CommandSandbox, cwd: Path, temp: Path) -> CommandSand
         temp=Path(os.path.realpath(temp)),
         git_outside=False,
     )
-    return CommandSandbox(
-        walls, sandbox.support, temp, sandbox.proxy, sandbox.spawner, sandbox.pids_group, sandbox.network
-    )
+    return sandbox.sharing(walls, temp)
 
 
 def _told(result: Delegated, note: str) -> Delegated:

@@ -182,7 +182,7 @@ class Subagents:
                 mcp=None if explore or place.isolated else parent.mcp,  # MCP servers work in the parent's folder
                 sandbox=place.sandbox,
                 jobs=parent.jobs,
-                lsp=parent.lsp,
+                lsp=place.lsp,  # an isolated child's: servers of its own, in its copy
                 tasks=child_tasks,
                 steering=SteeringInbox(),  # the user's messages go to the parent's turn
                 auto_compact=parent.auto_compact,

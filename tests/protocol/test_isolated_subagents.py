@@ -15,9 +15,11 @@ import pytest
 from coder_agent.isolation import places
 from coder_agent.model.base import ModelError
 from coder_agent.model.scripted import Call, Reply, Request
+from tests.protocol.test_lsp_edits import LSP
 from tests.protocol.test_subagents import Script, announced, results, states
 from tests.support.asker import FakeAsker, accept, elicitation_capabilities
 from tests.support.editor import FakeEditor
+from tests.support.lsp_servers import MARKED
 from tests.support.scripted_agent import tool_agent
 from tests.unit.isolation.test_places import made_by_a_killed_agent
 
@@ -485,3 +487,36 @@ async def test_a_file_changed_while_asked_is_merged_again_and_a_failing_write_di
     assert "applied to the session's folder" in first
     assert "not applied (writing them failed:" in second and "writes fail in this test" in second
     assert_nothing_left(work)
+
+
+async def test_an_isolated_childs_edits_are_checked_by_language_servers_of_its_own(tmp_path: Path) -> None:
+    work = fixture_repository(tmp_path)
+    (work / "a.mk").write_text("DEF b\nUSES b\n")
+    git(work, "add", "a.mk")
+    child = [
+        Reply(calls=[Call("read_file", {"path": "a.mk"})]),
+        Reply(calls=[edit("a.mk", "DEF b\n", "")]),
+        Reply("done"),
+    ]
+    script = one_child(child)
+    async with tool_agent(tmp_path, script.model, mode="accept-edits", lsp=LSP) as (client, editor, session, _):
+        answering(client, editor, "apply")
+        assert await client.prompt(session, "go") == "end_turn"
+        assert marked_servers() == [], "its servers end with it"
+    edited = results(script.of("work")[-1])[1]
+    assert "marked reports 1 new problem(s) in a.mk after this edit:" in edited
+    assert (work / "a.mk").read_text() == "USES b\n"
+    assert_nothing_left(work)
+
+
+def marked_servers() -> list[int]:
+    """The fake language servers still running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(MARKED).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
