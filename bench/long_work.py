@@ -75,7 +75,8 @@ GOAL_RATIO = 1.3
 GOAL_LATENCY_MS = 100.0
 DELAYS = {"alpha": 0.20, "beta": 0.30, "gamma": 0.40}
 PRINT_AFTER = 1.0  # after the half second run_command watches a new job for
-MARK = re.compile(r"MARK ([0-9.]+)")
+MARK = re.compile(r"([0-9.]+) MARK")
+"""The job's stamp, before the text the wait is for (a wait's output may end where that text does)."""
 BIG_OUTPUT = 1_000_000
 SMALL_REPOSITORY = 200
 LARGE_REPOSITORY = 10_000
@@ -158,7 +159,7 @@ async def side_by_side(runs: int, time_one: Callable[[Path, list[str]], Awaitabl
 
 def job_script(latencies: list[float]) -> ScriptedModel:
     command = (
-        f"python3 -c \"import time; time.sleep({PRINT_AFTER}); print('MARK', time.monotonic(), flush=True); "
+        f"python3 -c \"import time; time.sleep({PRINT_AFTER}); print(time.monotonic(), 'MARK', flush=True); "
         'time.sleep(60)"'
     )
 
