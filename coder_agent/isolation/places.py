@@ -4,8 +4,9 @@ agent that died left behind.
 The folder is `<user cache>/coder-agent/isolated/` — never inside a workspace, and outside the agent's data folder
 (which the walls keep every sandboxed command from reading, a child's own included). Each agent process has a
 folder of its own there (`<pid>-<random>`) holding a `lock` file it keeps locked (`flock`) as long as it lives: the
-kernel lets go of the lock however the process ends, SIGKILL included. Each child gets a folder in it (`ca-<random>`)
-with `meta.json` (what to remove: the repository, the branch, the worktree), its worktree or copy, its temp folder.
+kernel lets go of the lock however the process ends, SIGKILL included (and at a clean exit the folder goes, when no
+child is left in it). Each child gets a folder in it (`ca-<random>`) with `meta.json` (what to remove: the
+repository, the branch, the worktree), its worktree or copy, its temp folder.
 
 `sweep` runs when a session opens: every agent folder whose lock it can take belonged to an agent that is gone, and
 its children's worktrees, branches and copies are removed (what was in them had not been applied: the user never
@@ -14,6 +15,7 @@ said yes to it). A left-behind worktree is never used again: each child gets a n
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -55,6 +57,13 @@ class Owner:
         self.folder.mkdir(mode=0o700)
         self._lock = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """At exit: the folder goes if no child is left in it (one left is the next sweep's)."""
+        with contextlib.suppress(OSError):
+            if [entry.name for entry in self.folder.iterdir()] == [LOCK]:
+                shutil.rmtree(self.folder)
 
     def new_child(self) -> tuple[str, Path]:
         """A new child's id and its (new, empty) folder."""
