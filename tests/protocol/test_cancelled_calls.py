@@ -8,11 +8,14 @@
   ends `failed` "Cancelled." before the prompt's response (Toad runs it in its terminal; acpx with its terminal
   turned off, as a local process).
 
-The replay of a loaded session ends every cancelled call `failed` "Cancelled.", as before.
+The replay of a loaded session ends every cancelled call `failed` "Cancelled.", as before. And acp.el, which turns
+every warning on the agent's stderr into an error event: its answer to a request the agent already cancelled (as
+the spec asks of it) is expected, and logged at debug only.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +145,23 @@ async def test_acpx_a_command_killed_at_the_cancel_ends_with_a_status_without_a_
     updates = await _cancel_a_running_command(tmp_path, terminal=False)
     assert updates[-1]["status"] == "failed", "acpx waits for a final status of a call that was running"
     assert updates[-1]["content"][-1]["content"]["text"] == "Cancelled."
+
+
+async def test_acp_el_a_late_answer_to_a_cancelled_request_is_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="coder_agent.rpc.connection")
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo hi"}, id="c1")]), Reply("ok")])
+    async with scripted_agent(tmp_path, model, editor=True) as (client, session, editor):
+        assert editor is not None
+        editor.hold_permissions = True
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(client.prompt, session, "run it")
+            await editor.wait_for_permission_request()
+            await client.notify("session/cancel", {"sessionId": session})
+            await client.wait_for(lambda: any(f.get("method") == "$/cancel_request" for f in client.frames))
+            editor.release_permissions("cancelled", session)  # the spec-following answer, after the agent cancelled
+        assert await client.prompt(session, "again") == "end_turn"
+    records = [r for r in caplog.records if r.name.startswith("coder_agent")]
+    assert not [r for r in records if r.levelno >= logging.WARNING], [r.getMessage() for r in records]
+    assert any("late answer" in r.getMessage() and r.levelno == logging.DEBUG for r in records)
