@@ -27,6 +27,7 @@ from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
+    ClientInstructions,
     ForkSessionRequest,
     ListSessionsRequest,
     ListSessionsResponse,
@@ -44,7 +45,6 @@ from coder_agent.protocol.schema import (
     SetSessionModeRequest,
     SteeringRequest,
     SteeringResponse,
-    SystemPrompt,
 )
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.conversation import SystemPromptAddition
@@ -121,7 +121,7 @@ class AcpServer:
     async def new_session(self, params: Any) -> FollowedBy:
         request = NewSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.create(cwd, extra, request.mcp_servers, self._client, addition)
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
@@ -129,7 +129,7 @@ class AcpServer:
     async def load_session(self, params: Any) -> FollowedBy:
         request = LoadSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
@@ -141,7 +141,7 @@ class AcpServer:
     async def resume_session(self, params: Any) -> FollowedBy:
         request = ResumeSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
@@ -150,7 +150,7 @@ class AcpServer:
         `session/new` (the client already shows that history: it is not replayed)."""
         request = ForkSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.fork(
             request.session_id, cwd, extra, request.mcp_servers, self._client, request.message_id, addition
         )
@@ -234,11 +234,16 @@ def _session_state(session: Session) -> dict[str, Any]:
     return {"modes": mode_state(policy.mode, policy.sandboxed), "config_options": session_options(session)}
 
 
-def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None:
-    """The client's `systemPrompt` as the session's instructions (None: keep what the session has); InvalidParams
-    naming the field for a mode or a block this agent cannot take, or empty instructions."""
+def _addition(system_prompt: ClientInstructions | None, meta: dict[str, Any] | None) -> SystemPromptAddition | None:
+    """The client's instructions as the session's (None: keep what the session has), in the shapes clients send:
+    `systemPrompt` as the SDK's unstable schema has it (an object with a mode), or as a string (the RFD "Client-
+    Provided System Prompt": added to the agent's own), else `_meta.systemPrompt` as Claude's adapter reads it (a
+    string replaces the agent's instructions, `{"append": …}` adds to them). InvalidParams naming the field for a
+    mode, a block or a shape this agent cannot take, or empty instructions."""
     if system_prompt is None:
-        return None
+        return _meta_addition((meta or {}).get("systemPrompt"))
+    if isinstance(system_prompt, str):
+        return _text_addition("systemPrompt", system_prompt, replaces=False)
     if system_prompt.mode not in SYSTEM_PROMPT_MODES:
         raise InvalidParams(
             f"Invalid params: systemPrompt.mode: {system_prompt.mode!r} is not supported; use append or override"
@@ -248,10 +253,28 @@ def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None
         if not isinstance(block, TextContent):
             raise InvalidParams(f"Invalid params: systemPrompt.content.{i}: only text blocks are supported")
         texts.append(block.text.strip())
-    text = "\n\n".join(t for t in texts if t)
+    return _text_addition("systemPrompt.content", "\n\n".join(texts), replaces=system_prompt.mode == "override")
+
+
+def _meta_addition(value: Any) -> SystemPromptAddition | None:
+    """`_meta.systemPrompt` of Claude's adapter (acpx's `--append-system-prompt` sends `{"append": …}`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _text_addition("_meta.systemPrompt", value, replaces=True)
+    if isinstance(value, dict) and isinstance(value.get("append"), str):
+        return _text_addition("_meta.systemPrompt.append", value["append"], replaces=False)
+    raise InvalidParams(
+        "Invalid params: _meta.systemPrompt: give a string (instructions that replace the agent's) or "
+        '{"append": "…"} (instructions added to them)'
+    )
+
+
+def _text_addition(field: str, text: str, *, replaces: bool) -> SystemPromptAddition:
+    text = text.strip()
     if not text:
-        raise InvalidParams("Invalid params: systemPrompt.content: the instructions are empty")
-    return SystemPromptAddition(text, replaces=system_prompt.mode == "override")
+        raise InvalidParams(f"Invalid params: {field}: the instructions are empty")
+    return SystemPromptAddition(text, replaces=replaces)
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

@@ -39,6 +39,7 @@ from coder_agent.protocol.initialize import (
 from coder_agent.protocol.sessions import (
     BooleanConfigOption,
     CancelNotification,
+    ClientInstructions,
     ConfigOption,
     EnvVariable,
     ForkSessionRequest,
@@ -112,6 +113,7 @@ __all__ = [
     "BooleanConfigOption",
     "CancelNotification",
     "ClientCapabilities",
+    "ClientInstructions",
     "ClientSessionCapabilities",
     "CompactionSummaryChunk",
     "CompactionUpdate",

@@ -59,11 +59,17 @@ class SystemPrompt(AcpModel):
     content: list[ContentBlock]
 
 
+ClientInstructions = SystemPrompt | StrictStr
+"""`systemPrompt` as the SDK's unstable schema has it (an object), or as the RFD "Client-Provided System Prompt"
+has it: a plain string, added to the agent's own instructions. (`_meta.systemPrompt`, the shape of Claude's adapter,
+is read from the request's `meta` by the agent.)"""
+
+
 class NewSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
-    system_prompt: SystemPrompt | None = None
+    system_prompt: ClientInstructions | None = None
 
 
 class SessionMode(AcpModel):
@@ -119,7 +125,7 @@ class LoadSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer]
     additional_directories: list[str] = Field(default_factory=list)
-    system_prompt: SystemPrompt | None = None
+    system_prompt: ClientInstructions | None = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -127,7 +133,7 @@ class ResumeSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[McpServer] = Field(default_factory=list)
     additional_directories: list[str] = Field(default_factory=list)
-    system_prompt: SystemPrompt | None = None
+    system_prompt: ClientInstructions | None = None
 
 
 class ForkSessionRequest(ResumeSessionRequest):
