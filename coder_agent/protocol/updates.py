@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import (
@@ -165,7 +165,13 @@ class SubagentCapabilities(AcpModel):
 class SubagentUpdate(AcpModel):
     """Announces a sub-agent session (the first update for its id) or changes it, on its parent's session; only
     for clients that advertise `subagents` (RFD "Subagent Sessions": every announced child gets one terminal
-    state, after all of its own updates and before the parent's turn ends)."""
+    state, after all of its own updates and before the parent's turn ends).
+
+    The fields follow the RFD's text; the child's id, name and task are sent a second time under the names of the
+    SDK's unstable schema (`sessionId`, `title`, `description`), so a client built on the SDK's types reads the frame
+    too. `capabilities.cancel` and `state` cannot be sent both ways (one key, a boolean or a string in the RFD, an
+    object in the SDK's draft): they keep the RFD's shape, which that schema reads as "not given"
+    (`x-deserialize-default-on-error`)."""
 
     session_update: Literal["subagent_update"] = "subagent_update"
     subagent_session_id: str
@@ -173,6 +179,24 @@ class SubagentUpdate(AcpModel):
     task: str | None = None
     capabilities: SubagentCapabilities | None = None
     state: SubagentState | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def session_id(self) -> str:
+        """The child's id, as the SDK's unstable schema names it."""
+        return self.subagent_session_id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def title(self) -> str | None:
+        """`name`, as the SDK's unstable schema names it."""
+        return self.name
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def description(self) -> str | None:
+        """`task`, as the SDK's unstable schema names it."""
+        return self.task
 
 
 class MarkdownPlan(AcpModel):
