@@ -215,6 +215,15 @@ class PlanDocumentUpdate(AcpModel):
     plan: MarkdownPlan
 
 
+class PlanRemoved(AcpModel):
+    """`plan_removed`: a plan shown by `plan_update` is dropped (RFD "Plan Operations"; its id under both names,
+    as `MarkdownPlan` has it); only for clients that advertise plans."""
+
+    session_update: Literal["plan_removed"] = "plan_removed"
+    id: str
+    plan_id: str
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -232,4 +241,5 @@ SessionUpdate = (
     | NoticeUpdate
     | SubagentUpdate
     | PlanDocumentUpdate
+    | PlanRemoved
 )
