@@ -33,6 +33,8 @@ ENV_AUTH_METHOD = {
 STEERING_METHOD = "_session/steering"
 """The steering extension of Claude's adapter and codex-acp, advertised as they do: `_meta.steering.supported`."""
 STEERING_META = {"steering": {"supported": True}}
+INJECT_METHOD = "_session/inject"
+"""The v2 RFD's `session/inject` by its v1 extension name (acp-factory calls it): steering, its `steer` mode."""
 
 
 def agent_capabilities() -> dict[str, Any]:

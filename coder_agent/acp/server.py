@@ -5,7 +5,8 @@ Each method validates its params with the pydantic models in `protocol.schema` (
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
 session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
 the connection (`FollowedBy`), never by waiting. Besides ACP's methods (the unstable `session/fork` among them)
-it answers the `_session/steering` extension of Claude's adapter and codex-acp.
+it answers the `_session/steering` extension of Claude's adapter and codex-acp, also by the name `_session/inject`
+(the v2 RFD's `session/inject`, mode `steer`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class AcpServer:
             "session/close": self.close_session,
             "session/delete": self.delete_session,
             STEERING_METHOD: self.steer,
+            handshake.INJECT_METHOD: self.steer,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -195,8 +197,11 @@ class AcpServer:
         return FollowedBy(response.wire(), lambda: self.manager.prompt_answered(session))
 
     async def steer(self, params: Any) -> dict[str, Any]:
-        """`_session/steering`: a message for the turn in flight, which the model reads at its next request."""
+        """`_session/steering` (or `_session/inject` in its `steer` mode): a message for the turn in flight, which the
+        model reads at its next request."""
         request = SteeringRequest.model_validate(params)
+        if request.mode not in (None, "steer"):
+            raise InvalidParams(f"Invalid params: mode: {request.mode!r} is not supported; only steer")
         session = self.manager.get(request.session_id)
         steering = (request.meta or {}).get("steering")
         idle = steering.get("idleBehavior") if isinstance(steering, dict) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictStr
+from pydantic import AliasChoices, Field, StrictBool, StrictStr
 
 from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import ContentBlock
@@ -200,9 +200,11 @@ class CancelNotification(SessionRequest):
 
 class SteeringRequest(SessionRequest):
     """`_session/steering`, the extension of Claude's adapter and codex-acp: a message for the turn in flight.
-    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs."""
+    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs. Also taken as
+    `_session/inject` (the v2 RFD's `session/inject`), whose message is `content` and whose `mode` is `steer`."""
 
-    prompt: list[ContentBlock] = Field(min_length=1)
+    prompt: list[ContentBlock] = Field(min_length=1, validation_alias=AliasChoices("prompt", "content"))
+    mode: str | None = None
 
 
 class SteeringResponse(AcpModel):
