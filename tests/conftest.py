@@ -1,6 +1,6 @@
 """Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio), no test
-touches the real user's config or data folders, every test under `tests/e2e/` is marked `e2e` (so the fast loop
-is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
+touches the real user's config or data folders or keyring, every test under `tests/e2e/` is marked `e2e` (so the
+fast loop is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
 
 import os
 from pathlib import Path
@@ -40,5 +40,6 @@ def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # never the user's keyring
     for name in ("CODER_AGENT_MODEL", "CODER_AGENT_API_BASE", "CODER_AGENT_API_KEY", "CODER_AGENT_CONFIG", "CI"):
         monkeypatch.delenv(name, raising=False)  # CI: `coder-agent run` picks its mode by it; tests say theirs

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
@@ -71,6 +73,7 @@ class AcpServer:
         self.client_capabilities = ClientCapabilities()
         self._requests: dict[str, Handler] = {
             "authenticate": self.authenticate,
+            "logout": self.logout,
             "session/new": self.new_session,
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
@@ -114,10 +117,21 @@ class AcpServer:
             self.client_capabilities = ClientCapabilities()
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
+        """Check the credentials again: the environment's, or what `coder-agent login` stored (a client should not
+        call this for the terminal method, and one that does after the login gets the same check)."""
         request = AuthenticateRequest.model_validate(params)
-        if request.method_id != handshake.ENV_AUTH_METHOD["id"]:
+        if request.method_id not in (handshake.ENV_AUTH_METHOD["id"], handshake.LOGIN_AUTH_METHOD["id"]):
             raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
         await self.manager.authenticate()
+        return {}
+
+    async def logout(self, params: Any) -> dict[str, Any]:
+        """`logout`: what `coder-agent login` stored is removed (keys in the environment stay); from then on every
+        session, open or new, needs credentials again (`auth_required` names the login)."""
+        logins = self.manager.source.logins
+        if logins is not None:
+            removed = await anyio.to_thread.run_sync(logins.delete)
+            log.info("logout: the stored login was removed from %s", ", ".join(removed) or "nowhere (none was stored)")
         return {}
 
     async def new_session(self, params: Any) -> FollowedBy:

@@ -7,7 +7,7 @@ message, and a test checks that the two agree.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -64,9 +64,15 @@ class ElicitationCapabilities(_Lenient):
     url: dict[str, Any] | None = None
 
 
+class AuthCapabilities(_Lenient):
+    terminal: StrictBool = False
+    """The client can run `terminal` auth methods."""
+
+
 class ClientCapabilities(_Lenient):
     fs: FileSystemCapabilities = Field(default_factory=FileSystemCapabilities)
     terminal: StrictBool = False
+    auth: AuthCapabilities = Field(default_factory=AuthCapabilities)
     session: ClientSessionCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
     subagents: dict[str, Any] | None = None
@@ -102,19 +108,29 @@ class SessionCapabilities(AcpModel):
     system_prompt: dict[str, Any] | None = None
 
 
+class AgentAuthCapabilities(AcpModel):
+    logout: dict[str, Any] | None = None
+    """The agent answers `logout` (`{}`)."""
+
+
 class AgentCapabilities(AcpModel):
     load_session: bool = False
     prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
     mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
     session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+    auth: AgentAuthCapabilities | None = None
 
 
 class AuthMethod(AcpModel):
-    """An `agent` auth method: the client calls `authenticate` with its id."""
+    """An auth method: `agent` (no `type`: the client calls `authenticate` with its id) or `terminal` (the client runs
+    the agent's command with `args` added in a terminal the user works in; exit status 0 means it worked)."""
 
+    type: Literal["terminal"] | None = None
     id: str
     name: str
     description: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
 
 
 class InitializeResponse(AcpModel):

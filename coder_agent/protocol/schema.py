@@ -22,7 +22,9 @@ from coder_agent.protocol.client_calls import (
     UrlElicitation,
 )
 from coder_agent.protocol.initialize import (
+    AgentAuthCapabilities,
     AgentCapabilities,
+    AuthCapabilities,
     AuthenticateRequest,
     AuthMethod,
     ClientCapabilities,
@@ -103,9 +105,11 @@ from coder_agent.protocol.updates import (
 )
 
 __all__ = [
+    "AgentAuthCapabilities",
     "AgentCapabilities",
     "AgentMessageChunk",
     "AgentThoughtChunk",
+    "AuthCapabilities",
     "AuthMethod",
     "AuthenticateRequest",
     "AvailableCommand",
