@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 AGENT = [sys.executable, "-m", "coder_agent"]
 WRONG = "sk-wrong-key-0000000000000000"
 GOOD = "sk-good-key-1111111111111111"
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def _login_env(tmp_path: Path, fake_llm: FakeLLM) -> dict[str, str]:
