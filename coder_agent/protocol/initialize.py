@@ -55,6 +55,8 @@ class ClientSessionCapabilities(_Lenient):
     compaction: dict[str, Any] | None = None
     notices: dict[str, Any] | None = None
     config_options: ConfigOptionsCapabilities | None = None
+    cursors: dict[str, Any] | None = None
+    """`cursor_update`s are shown (RFD "Session Cursors")."""
 
 
 class ElicitationCapabilities(_Lenient):
@@ -85,6 +87,21 @@ class ClientCapabilities(_Lenient):
     @property
     def shows_plan_documents(self) -> bool:
         return self.plan is not None or self.plan_capabilities is not None
+
+    @property
+    def shows_cursors(self) -> bool:
+        """`session.cursors` (the RFD's name), or `_meta.cursors` (a client patch that cannot change the schema)."""
+        return (self.session is not None and self.session.cursors is not None) or _meta_flag(self.meta, "cursors")
+
+    @property
+    def hears_wakes(self) -> bool:
+        """`_meta.wake`: the client takes `_session/wake` notifications (a turn the agent starts itself)."""
+        return _meta_flag(self.meta, "wake")
+
+
+def _meta_flag(meta: dict[str, Any] | None, name: str) -> bool:
+    value = (meta or {}).get(name)
+    return value is True or isinstance(value, dict)
 
 
 class PromptCapabilities(AcpModel):

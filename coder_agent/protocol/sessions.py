@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, StrictBool, StrictStr
+from pydantic import Field, StrictBool, StrictStr
 
 from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import ContentBlock
@@ -140,6 +140,9 @@ class ForkSessionRequest(ResumeSessionRequest):
     """`session/fork` (unstable): a new session from another's history, whole or up to a message (`messageId`,
     the RFD session-fork-at-message: inclusive)."""
 
+    cursor_id: str | None = None
+    """A cursor (`cursor_update`) whose `capabilities` name `session/fork`: the fork holds what was before it."""
+
     message_id: str | None = None
 
 
@@ -198,13 +201,40 @@ class CancelNotification(SessionRequest):
     pass
 
 
+class RewindRequest(SessionRequest):
+    """`_session/rewind` (the shape of claude-agent-acp's PR #966, with a cursor): go back to a cursor (or to before a
+    user message), the files, the conversation or both; `dryRun` only says what would change; `prompt` sends a new
+    message from there in the same step (edit and resubmit)."""
+
+    cursor_id: str | None = None
+    message_id: str | None = None
+    mode: Literal["files", "conversation", "both"] = "files"
+    dry_run: StrictBool = False
+    on_conflict: Literal["ask", "overwrite", "keep"] = "ask"
+    """Files changed since the agent's last edit: `ask` (do nothing, say which), `overwrite` them, or `keep` them."""
+    prompt: list[ContentBlock] | None = None
+
+
+class InjectRequest(SessionRequest):
+    """`_session/inject` in the v2 draft's shape (RFD "Mid-turn input: queue and steer"): a message for after the
+    running turn (`queue`) or for its next model request (`steer`), answered as soon as it is accepted."""
+
+    mode: Literal["queue", "steer"]
+    content: list[ContentBlock] = Field(min_length=1)
+
+
+class PendingMessageRequest(SessionRequest):
+    """`_session/revoke_inject` and `_session/replace_inject`: a pending message, by the id its inject got."""
+
+    message_id: str
+    content: list[ContentBlock] | None = None
+
+
 class SteeringRequest(SessionRequest):
     """`_session/steering`, the extension of Claude's adapter and codex-acp: a message for the turn in flight.
-    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs. Also taken as
-    `_session/inject` (the v2 RFD's `session/inject`), whose message is `content` and whose `mode` is `steer`."""
+    `_meta.steering.idleBehavior` `promptRequired` asks for the message back when no turn runs."""
 
-    prompt: list[ContentBlock] = Field(min_length=1, validation_alias=AliasChoices("prompt", "content"))
-    mode: str | None = None
+    prompt: list[ContentBlock] = Field(min_length=1)
 
 
 class SteeringResponse(AcpModel):

@@ -21,7 +21,7 @@ from coder_agent.protocol.content import (
     ToolCallStatus,
     ToolKind,
 )
-from coder_agent.protocol.sessions import ConfigOption
+from coder_agent.protocol.sessions import ConfigOption, StopReason
 
 
 def new_message_id() -> str:
@@ -215,6 +215,36 @@ class PlanDocumentUpdate(AcpModel):
     plan: MarkdownPlan
 
 
+class CursorAnchor(AcpModel):
+    """Where a cursor stands: before or after a message (`messageId`) or a tool call (`toolCallId`)."""
+
+    position: Literal["before", "after"]
+    message_id: str | None = None
+    tool_call_id: str | None = None
+
+
+class CursorUpdate(AcpModel):
+    """Announces a point of the session that methods can take (RFD "Session Cursors"): an opaque `cursorId`, its
+    anchor, and the methods that accept it; only for clients that show cursors."""
+
+    session_update: Literal["cursor_update"] = "cursor_update"
+    cursor_id: str
+    anchor: CursorAnchor
+    capabilities: list[str]
+
+
+class WakeUpdate(AcpModel):
+    """Not a `session/update`: the agent starts a turn itself (`running`, with the synthetic user message's id and
+    why) or that turn ended (`idle`, with its stop reason). `AcpClientBridge` sends it as the `_session/wake`
+    notification to clients that advertise `_meta.wake` (the v2 draft's `state_update`, in v1); others never see it."""
+
+    session_update: Literal["_wake"] = "_wake"
+    state: Literal["running", "idle"]
+    message_id: str | None = None
+    reason: dict[str, Any] | None = None
+    stop_reason: StopReason | None = None
+
+
 class PlanRemoved(AcpModel):
     """`plan_removed`: a plan shown by `plan_update` is dropped (RFD "Plan Operations"; its id under both names,
     as `MarkdownPlan` has it); only for clients that advertise plans."""
@@ -242,4 +272,6 @@ SessionUpdate = (
     | SubagentUpdate
     | PlanDocumentUpdate
     | PlanRemoved
+    | CursorUpdate
+    | WakeUpdate
 )

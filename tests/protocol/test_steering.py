@@ -206,8 +206,8 @@ async def test_clients_without_boolean_options_do_not_get_one(tmp_path: Path) ->
 
 
 async def test_acp_factory_steers_by_the_v2_name_session_inject(tmp_path: Path) -> None:
-    """`_session/inject` (the v2 RFD's `session/inject`): its `content` in the `steer` mode is steering; another mode
-    is refused naming it, nothing lost."""
+    """`_session/inject` in the v2 draft's shape, mode `steer` (acp-factory calls it so): the message reaches the
+    model in the running turn, and the answer is its id."""
     hold = anyio.Event()
     model = ScriptedModel([Reply("Writing a new helper", chunk_size=8, hold=hold), Reply("Using the retry helper.")])
     async with scripted_agent(tmp_path, model, capabilities=NOTICES) as (client, session, _):
@@ -219,7 +219,7 @@ async def test_acp_factory_steers_by_the_v2_name_session_inject(tmp_path: Path) 
 
         async def inject() -> None:
             params = {"sessionId": session, "mode": "steer", "content": [text("Use the existing retry helper.")]}
-            injected.append(checked(await client.request("_session/inject", params)))
+            injected.append(await client.request("_session/inject", params))
 
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(prompt)
@@ -227,10 +227,6 @@ async def test_acp_factory_steers_by_the_v2_name_session_inject(tmp_path: Path) 
             task_group.start_soon(inject)
             await arrived()
             hold.set()
-        queued = {"sessionId": session, "mode": "queue", "content": [text("later")]}
-        with pytest.raises(RpcFailure) as refused:
-            await client.request("_session/inject", queued)
-    assert answers == ["end_turn"]
-    assert injected[0]["outcome"] == "injected" and injected[0]["messageId"]
+    assert answers == ["end_turn"], "one turn: the message went into it"
+    assert injected[0]["messageId"]
     assert ("user", "Use the existing retry helper.") in conversation(model)
-    assert refused.value.code == -32602 and "mode" in refused.value.message

@@ -285,5 +285,9 @@ class Conformance:
                 needs = "plan (or planCapabilities)"
             elif kind == "subagent_update" and not isinstance(caps.get("subagents"), dict):
                 needs = "subagents"
+            elif kind == "cursor_update" and not (
+                isinstance(session.get("cursors"), dict) or as_object(caps.get("_meta")).get("cursors") is True
+            ):
+                needs = "session.cursors (or _meta.cursors)"
         if needs is not None:
             raise violation("agent→client", f"{method} sent, but the client did not advertise {needs}", msg)
