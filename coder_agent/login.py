@@ -208,18 +208,19 @@ def _choose(terminal: Terminal, model: str | None) -> tuple[Provider, str]:
 
 
 def _hidden(prompt: str) -> str:
-    """A line read from the terminal on stdin with its echo off (what is pasted is not shown)."""
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+    """A line read from the terminal on stdin with its echo off (what is pasted is not shown): the echo goes off
+    before the prompt is written, so nothing pasted after it is ever shown, and nothing typed is thrown away."""
     fd = sys.stdin.fileno()
     before = termios.tcgetattr(fd)
     quiet = list(before)
     quiet[3] &= ~termios.ECHO
     try:
-        termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+        termios.tcsetattr(fd, termios.TCSADRAIN, quiet)
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
         line = sys.stdin.readline()
     finally:
-        termios.tcsetattr(fd, termios.TCSAFLUSH, before)
+        termios.tcsetattr(fd, termios.TCSADRAIN, before)
         sys.stdout.write("\n")
         sys.stdout.flush()
     if not line:

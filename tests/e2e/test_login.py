@@ -43,7 +43,7 @@ def _log_in(tmp_path: Path, fake_llm: FakeLLM, terminals: list[Terminal], env: d
     terminal.type("2\n")
     terminal.expect("Paste your OpenAI API key (it is not shown): ")
     terminal.type(WRONG + "\n")
-    terminal.expect("Try again, or press Ctrl-C to stop.")
+    terminal.expect("Try again, or press Ctrl-C to stop.\nPaste your OpenAI API key (it is not shown): ")
     terminal.type(GOOD + "\n")
     terminal.expect("It works. Stored in")
     assert terminal.wait() == 0
