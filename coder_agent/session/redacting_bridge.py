@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from coder_agent import secrets
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice
 from coder_agent.protocol.schema import MessageChunk, NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -105,6 +106,9 @@ class RedactingBridge:
 
     def subagent_bridge(self, child_id: str) -> ClientBridge | None:
         return self.inner.subagent_bridge(child_id)
+
+    def lsp_channel(self) -> LspCall | None:
+        return self.inner.lsp_channel()
 
 
 _U = TypeVar("_U", bound=SessionUpdate | ToolCallUpdate)

@@ -66,6 +66,12 @@ def load_rfd_schema() -> dict[str, Any]:
     return schema
 
 
+def rfd_def(method: str, kind: Kind) -> str:
+    """The RFD schema's def of a client method's params or result (`lsp/servers` -> `LspServersRequest`)."""
+    name = "".join(part.capitalize() for part in method.replace("/", "_").split("_"))
+    return f"{name}{kind}"
+
+
 @cache
 def _validator(def_name: str, unstable: bool = False) -> Draft202012Validator:
     rfd = load_rfd_schema()["$defs"]

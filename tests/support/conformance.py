@@ -47,10 +47,11 @@ from tests.support.acp_schemas import (
     def_for,
     load_schema,
     method_table,
+    rfd_def,
     validate,
     violation,
 )
-from tests.support.rfd_updates import RFD_UPDATES, Subagents, check_sdk_reading, update_kind
+from tests.support.rfd_updates import RFD_CLIENT_METHODS, RFD_UPDATES, Subagents, check_sdk_reading, update_kind
 
 __all__ = ["SCHEMA_PATH", "Conformance", "def_for", "load_schema", "method_table", "validate"]
 
@@ -175,6 +176,8 @@ class Conformance:
         if sender == "agent" and method == "session/update" and update_kind(params) in RFD_UPDATES:
             # newer than the stable schema: the RFD's shape, and the SDK's unstable draft as its types read it
             def_name, newer = "RfdSessionNotification", None
+        elif handler == "client" and method in RFD_CLIENT_METHODS:
+            def_name, newer = rfd_def(method, kind), None
         if def_name is not None or newer is not None:
             # Absent/null params are checked as {} so the def's required members still apply.
             instance = {} if params is None else params
@@ -235,6 +238,15 @@ class Conformance:
         if has_error:
             what = f"{where} error response" + (f" to {method}" if method else "")
             check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
+        elif method is not None and sender == "client" and method in RFD_CLIENT_METHODS:
+            check_both(
+                rfd_def(method, "Response"),
+                None,
+                msg["result"],
+                what=f"{where} {method} result",
+                path="$.result",
+                msg=msg,
+            )
         elif method is not None:
             stable, newer = def_for(method, sender, "Response"), def_for(method, sender, "Response", unstable=True)
             check_both(stable, newer, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
@@ -266,6 +278,10 @@ class Conformance:
                 needs = f"elicitation.{mode}"
             elif mode == "url":
                 self._url_elicitations.add(str(params.get("elicitationId")))
+        elif method.startswith("lsp/") and not (
+            isinstance(caps.get("lsp"), dict) or isinstance(as_object(caps.get("_meta")).get("lsp"), dict)
+        ):
+            needs = "lsp (or _meta.lsp)"
         elif method == "elicitation/complete":
             if not isinstance(elicitation.get("url"), dict):
                 needs = "elicitation.url"

@@ -20,6 +20,8 @@ from tests.support.acp_schemas import as_object, check_def, load_schema, violati
 RFD_UPDATES: Final = frozenset({"subagent_update", "plan_update", "plan_removed", "cursor_update"})
 SDK_DRAFTED: Final = frozenset({"subagent_update", "plan_update", "plan_removed"})
 """The RFD updates the SDK's unstable schema has a draft of (checked as its types read them too)."""
+RFD_CLIENT_METHODS: Final = frozenset({"lsp/servers", "lsp/request"})
+"""Client methods newer than the schema (docs/rfds/lsp-proxy.mdx): checked against the RFD's shapes alone."""
 TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "disconnected"})
 
 SDK_UNREADABLE: Final = {"state": ("state",), "capabilities.cancel": ("capabilities", "cancel")}
