@@ -5,6 +5,7 @@ whose worktrees and branches are gone afterwards however the turn ended."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -499,9 +500,16 @@ async def test_an_isolated_childs_edits_are_checked_by_language_servers_of_its_o
         Reply("done"),
     ]
     script = one_child(child)
+    running: list[list[int]] = []
+
+    def pick(params: dict[str, Any]) -> str:
+        running.append(marked_servers())
+        return "apply"
+
     async with tool_agent(tmp_path, script.model, mode="accept-edits", lsp=LSP) as (client, editor, session, _):
-        answering(client, editor, "apply")
+        answering(client, editor, pick)
         assert await client.prompt(session, "go") == "end_turn"
+        assert len(running) == 1 and running[0], "its server (and its launcher), running until its changes are merged"
         assert marked_servers() == [], "its servers end with it"
     edited = results(script.of("work")[-1])[1]
     assert "marked reports 1 new problem(s) in a.mk after this edit:" in edited
@@ -510,12 +518,14 @@ async def test_an_isolated_childs_edits_are_checked_by_language_servers_of_its_o
 
 
 def marked_servers() -> list[int]:
-    """The fake language servers still running."""
+    """The fake language servers of this test still running (those of tests running beside it have another cache)."""
+    ours = f"XDG_CACHE_HOME={os.environ['XDG_CACHE_HOME']}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if str(MARKED).encode() in (entry / "cmdline").read_bytes():
+                mine = ours in (entry / "environ").read_bytes()  # the sandbox's caches lie under it
+                if mine and str(MARKED).encode() in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
             except OSError:
                 continue
