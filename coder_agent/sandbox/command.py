@@ -4,7 +4,11 @@ result that hit them looks like.
 `launch(argv)` gives the command line and the environment additions that run `argv` inside the walls: on Linux the
 launcher (`python -I -S sandbox/enter.py -- …`, walls in `CODER_AGENT_SANDBOX`), on macOS `sandbox-exec` with a
 Seatbelt profile. The session owns its private folder (a `tmp/` the commands write to, and the proxy's socket
-beside it, out of their reach): `open()` makes it and starts the proxy, `aclose()` removes it.
+beside it, out of their reach), made 0700 inside one folder of this user's (`sessions_folder`) that is kept out of
+every session's commands but for their own `tmp/`, and package caches of its project's own (`project_cache`):
+`open()` makes them and starts the proxy, `aclose()` removes the private folder.
+`guard()` is what one command needs around it: its mark, and the git places as they were before it, so that when
+it ends what it planted for git outside is undone (`CommandGuard.finish`).
 `hit_walls(output, exit_code)` recognises a failure the walls caused (or the launcher's refusal to run without
 them), so the command can be offered to run outside.
 """
@@ -12,10 +16,12 @@ them), so the command can be offered to run outside.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import uuid
@@ -28,7 +34,7 @@ import platformdirs
 from anyio.abc import TaskGroup
 
 from coder_agent.process import PipedLeader, spawn_group
-from coder_agent.sandbox import seatbelt
+from coder_agent.sandbox import gitplaces, seatbelt
 from coder_agent.sandbox.cgroups import make_pids_group, remove_group
 from coder_agent.sandbox.network import SessionNetwork
 from coder_agent.sandbox.probe import Support, launcher_argv
@@ -106,11 +112,11 @@ class CommandSandbox:
     ) -> CommandSandbox:
         """Make the session's private folder, build the walls, start the proxy if the network goes through it.
         `walls.Unwallable` if these folders cannot be walled."""
-        folder = Path(tempfile.mkdtemp(prefix="coder-agent-sandbox-"))
+        sessions = sessions_folder()
+        folder = Path(tempfile.mkdtemp(prefix="session-", dir=sessions))
         try:
-            (folder / "tmp").mkdir()
-            cache = platformdirs.user_cache_path("coder-agent") / "sandbox"
-            cache.mkdir(parents=True, exist_ok=True)
+            (folder / "tmp").mkdir(mode=0o700)
+            cache = project_cache(roots)
             proxy_socket = folder / "proxy.sock" if settings.network == "proxy" else None
             walls = build_walls(
                 roots,
@@ -118,7 +124,7 @@ class CommandSandbox:
                 temp=folder / "tmp",
                 cache=cache,
                 proxy_socket=proxy_socket,
-                agent_paths=agent_paths,
+                agent_paths=(*agent_paths, sessions, cache.parent),
             )
             proxy = None
             if proxy_socket is not None:
@@ -167,8 +173,9 @@ class CommandSandbox:
         )
 
     def guard(self) -> CommandGuard:
-        """What one command needs around it: a mark for its processes, the git redirects there were before it."""
-        return CommandGuard(self.walls, uuid.uuid4().hex, self.walls.git_redirects())
+        """What one command needs around it: a mark for its processes, the git places as they were before it."""
+        places = self.walls.git_places()
+        return CommandGuard(self.walls, uuid.uuid4().hex, places, places.snapshot())
 
     async def aclose(self) -> None:
         if self.spawner is not None:
@@ -187,7 +194,10 @@ class CommandGuard:
 
     walls: Walls
     token: str
-    git_before: dict[Path, bytes]
+    places: gitplaces.GitPlaces
+    """The git places before the command."""
+    watched: gitplaces.Snapshot
+    """What the watched git files held before the command."""
 
     @property
     def env(self) -> dict[str, str]:
@@ -195,27 +205,52 @@ class CommandGuard:
 
     async def finish(self) -> str:
         """Once the command has ended: kill what it left running (a daemon that left its process group still
-        carries the mark), and remove the git redirects it made; what was done, as a note for the output."""
+        carries the mark), and undo what it planted for git run outside (`undo`); what was done, as a note for the
+        output."""
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_kill_marked, f"{COMMAND_MARK}={self.token}".encode())
-            made = await anyio.to_thread.run_sync(self.walls.git_redirects)
-        notes = []
-        for path, says in sorted(made.items()):
-            before = self.git_before.get(path)
-            if before == says:
-                continue
-            with contextlib.suppress(OSError):
-                if before is None:
-                    path.unlink()
-                else:
-                    path.write_bytes(before)
-            what = "made" if before is None else "changed"
-            undone = "it was removed" if before is None else "it was put back"
-            notes.append(
-                f"\n[coder-agent: the command {what} {path}, which would send git, run outside the sandbox, to another "
-                f"folder's config and hooks; {undone}.]"
-            )
-        return "".join(notes)
+            notes = await anyio.to_thread.run_sync(self.undo)
+        return "".join(f"\n{note}" for note in notes)
+
+    def undo(self) -> list[str]:
+        """Before the agent or the user runs git again: the redirects the command made or changed removed or put
+        back, what it made where git would read or run it (a missing included file, hooks folder or
+        `config.worktree`) renamed aside, and a repository it made (or replaced) where git outside will open it (a
+        session folder's, a submodule's, one it linked in an index) cut to settings that run nothing, its hooks
+        disabled. The walls of the next command protect what is there now."""
+        after = self.walls.git_places()
+        before = self.places.repositories
+        new = {path for path, identity in after.repositories.items() if before.get(path) != identity}
+        notes = gitplaces.undo_redirects(self.watched, after.snapshot(), new)
+        notes += gitplaces.set_aside(self.places.absent)
+        for git_dir in sorted(new):
+            notes += gitplaces.neutralize(git_dir)
+        return notes
+
+
+def sessions_folder() -> Path:
+    """The folder of this user's sessions' private folders (in the temp folder, 0700): kept out of every session's
+    commands, which reach only their own `tmp/` in it. OSError if it is not this user's alone (someone else made
+    it first): the sessions then get no sandbox, and say why."""
+    folder = Path(tempfile.gettempdir()) / f"coder-agent-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise OSError(f"{folder} is not a folder of yours")
+    if st.st_mode & 0o077:
+        os.chmod(folder, 0o700)
+    return Path(os.path.realpath(folder))
+
+
+def project_cache(roots: tuple[Path, ...]) -> Path:
+    """The package managers' caches of the project in these folders: one folder per set of session folders (by
+    their resolved paths), so what one project's commands leave there (a poisoned package, a `CARGO_HOME`
+    config that runs a wrapper) never reaches another project's; the others are kept out of its commands."""
+    key = "\0".join(os.path.realpath(root) for root in roots)
+    cache = platformdirs.user_cache_path("coder-agent") / "sandbox" / hashlib.sha256(key.encode()).hexdigest()[:16]
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return cache
 
 
 def _kill_marked(mark: bytes) -> None:

@@ -1,8 +1,9 @@
 """Real walls around a temporary user, and one shell command run inside them as the agent runs it.
 
-`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path
-(each with a secret in it) and the agent's own config and session store (`~/.config/coder-agent`,
-`~/.local/share/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
+`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path and
+every credential file of `CREDENTIAL_FILES` (each with a secret in it), what builds read there (`READABLE_FILES`),
+the agent's own config, session store, state and log (`~/.config/coder-agent`, `~/.local/share/coder-agent`,
+`~/.local/state/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
 folder of victims; `copy_layout` copies one (quicker than laying out anew). Everything belongs to the user the
 commands run as and is open to them, so that only the walls can stop a command, never file permissions. The caller
 points HOME and the XDG folders into the fake home, so that the agent's own paths (`agent.sandboxing.agent_paths`)
@@ -57,9 +58,98 @@ from coder_agent.session.local_bridge import DRAIN_GRACE, KILL_GRACE
 NOBODY = 65534
 MARK_VARIABLE = "SANDBOX_TEST_MARK"
 """Every command of these tests carries a marker in its environment, so what it leaves running can be found."""
-FILE_LIKE = {".netrc", ".git-credentials", ".npmrc", ".pypirc", "config.json"}
-"""Default kept-out entries that are files (the others are folders)."""
-SECRET_FILE_IN = {"~/.ssh": "id_rsa", "~/.aws": "credentials", "~/.config/gcloud": "credentials.db"}
+FOLDER_LIKE = {
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.config/gh",
+    "~/.config/hub",
+    "~/.config/glab-cli",
+    "~/.config/github-copilot",
+    "~/.config/pip",
+    "~/.pip",
+    "~/.nuget/NuGet",
+    "~/.config/sops",
+    "~/.config/age",
+    "~/.cache/huggingface",
+    "~/.huggingface",
+    "~/.terraform.d",
+    "~/.config/rclone",
+    "~/.oci",
+    "~/.kaggle",
+    "~/.config/kaggle",
+    "~/.claude",
+    "~/.codex",
+    "~/.config/op",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.mozilla",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/snap/firefox",
+    "~/Library/Application Support/Google/Chrome",
+    "~/Library/Application Support/Firefox",
+    "~/Library/Keychains",
+}
+"""Default kept-out entries that are folders (the others are files); each gets a secret file inside."""
+SECRET_FILE_IN = {
+    "~/.ssh": "id_rsa",
+    "~/.aws": "credentials",
+    "~/.config/gcloud": "credentials.db",
+    "~/.config/sops": "age/keys.txt",
+    "~/.cache/huggingface": "token",
+    "~/.terraform.d": "credentials.tfrc.json",
+    "~/.config/rclone": "rclone.conf",
+    "~/.claude": ".credentials.json",
+    "~/.codex": "auth.json",
+    "~/.config/github-copilot": "hosts.json",
+    "~/.kaggle": "kaggle.json",
+}
+PATTERN_NAME = "v20.0.0"
+"""What a `*` of a kept-out pattern stands for in the layout (`~/.nvm/versions/node/*/etc/npmrc`)."""
+CREDENTIAL_FILES = {
+    "git-credentials-xdg": "~/.config/git/credentials",
+    "cargo-credentials": "~/.cargo/credentials.toml",
+    "sops-age-keys": "~/.config/sops/age/keys.txt",
+    "vault-token": "~/.vault-token",
+    "pgpass": "~/.pgpass",
+    "maven-settings-security": "~/.m2/settings-security.xml",
+    "maven-settings": "~/.m2/settings.xml",
+    "gem-credentials": "~/.gem/credentials",
+    "huggingface-token": "~/.cache/huggingface/token",
+    "terraform-credentials": "~/.terraform.d/credentials.tfrc.json",
+    "rclone-config": "~/.config/rclone/rclone.conf",
+    "podman-auth": "~/.config/containers/auth.json",
+    "claude-credentials": "~/.claude/.credentials.json",
+    "codex-auth": "~/.codex/auth.json",
+    "copilot-hosts": "~/.config/github-copilot/hosts.json",
+    "kaggle-token": "~/.kaggle/kaggle.json",
+    "bash-history": "~/.bash_history",
+    "zsh-history": "~/.zsh_history",
+    "global-npmrc-in-nvm": f"~/.nvm/versions/node/{PATTERN_NAME}/etc/npmrc",
+    "unlisted-token-in-config": "~/.config/some-new-tool/token",
+    "unlisted-notes-in-home": "~/notes/passwords.txt",
+    "unlisted-dotfile": "~/.env",
+}
+"""Credentials a command must not read, each with an attack row in `test_escapes`: the files the issue found
+readable (git's, cargo's, sops and age keys, vault, pgpass, maven, gem, huggingface, terraform, rclone, podman,
+Claude, Codex, Copilot, Kaggle, shell history), one a version manager's folder holds (npm's global config), and
+secrets in no list at all, kept out with the rest of the home folder."""
+READABLE_FILES = {
+    "~/.gitconfig": "[user]\n\tname = The User\n\temail = user@test.invalid\n",
+    "~/.config/git/config": "[core]\n\tautocrlf = input\n",
+    "~/.cargo/bin/cargo-hello": "#!/bin/sh\necho hello from cargo bin\n",
+    "~/.local/bin/hello": "#!/bin/sh\necho hello from local bin\n",
+    f"~/.nvm/versions/node/{PATTERN_NAME}/bin/node-hello": "#!/bin/sh\necho hello from nvm\n",
+    "~/.gem/ruby/3.2.0/specifications/readme": "a gem's files\n",
+    "~/.rustup/settings.toml": 'default_toolchain = "stable"\n',
+}
+"""What builds need of a home folder (in `settings.HOME_READABLE`), laid out beside the credentials above."""
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Sandbox Test",
     "GIT_AUTHOR_EMAIL": "sandbox@test.invalid",
@@ -70,7 +160,9 @@ GIT_IDENTITY = {
 HOOK = "#!/bin/sh\nexit 0\n"
 AGENT_CONFIG = ".config/coder-agent"
 AGENT_DATA = ".local/share/coder-agent"
-"""Where the agent keeps its config and data under a home folder (platformdirs, with the XDG folders in it)."""
+AGENT_STATE = ".local/state/coder-agent"
+"""Where the agent keeps its config, data, state and logs under a home folder (platformdirs, with the XDG folders
+in it)."""
 
 
 @dataclass(frozen=True)
@@ -109,20 +201,31 @@ def make_layout(base: Path, *, token: str, owner: int | None = None, project_con
     """Lay out a user's world under `base` (see the module docstring); `owner` is the uid the commands run as."""
     home = base / "home"
     secrets: dict[Path, str] = {}
+    targets = []
     for raw in DEFAULT_DENY_READ:
         if not raw.startswith("~/"):
             continue  # the machine's own (/etc/shadow): not laid out here
-        entry = home / raw.removeprefix("~/")
-        target = entry if entry.name in FILE_LIKE else entry / SECRET_FILE_IN.get(raw, "secret.txt")
+        entry = home / raw.removeprefix("~/").replace("*", PATTERN_NAME)
+        targets.append(entry / SECRET_FILE_IN.get(raw, "secret.txt") if raw in FOLDER_LIKE else entry)
+    targets += [home / raw.removeprefix("~/") for raw in CREDENTIAL_FILES.values()]
+    for target in dict.fromkeys(targets):
         target.parent.mkdir(parents=True, exist_ok=True)
-        secret = f"SECRET-{token}-{len(secrets):02d}-{entry.name.lstrip('.')}"
+        secret = f"SECRET-{token}-{len(secrets):02d}-{target.name.lstrip('.')}"
         target.write_text(secret + "\n", encoding="utf-8")
         secrets[target] = secret
+    for raw, text in READABLE_FILES.items():
+        path = home / raw.removeprefix("~/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if "/bin/" in raw:
+            path.chmod(0o755)
     (home / ".bashrc").write_text("# the user's shell startup\n", encoding="utf-8")
     agent_files = []
     for path, secret in (
         (home / AGENT_CONFIG / "config.toml", f"AGENT-CONFIG-{token}"),
         (home / AGENT_DATA / "sessions" / "session.jsonl", f"AGENT-SESSION-{token}"),
+        (home / AGENT_STATE / "log" / "coder-agent.log", f"AGENT-LOG-{token}"),
+        (home / AGENT_STATE / "history.jsonl", f"AGENT-STATE-{token}"),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f'# {secret}\nmodel = "openai/{secret}"\n', encoding="utf-8")
