@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import platformdirs
 from rich.console import Console
 from rich.text import Text
 
@@ -42,6 +41,7 @@ from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
 from coder_agent.model.litellm_loader import load_litellm
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.command import project_cache
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.walls import Unwallable, build_walls
 from coder_agent.store import default_root
@@ -229,13 +229,13 @@ def _sandbox(config: Config | None) -> Check:
             "not offered; set sandbox.enabled = false to accept that",
         )
     settings = config.sandbox if config is not None else SandboxConfig()
-    temp = Path(tempfile.gettempdir()) / "coder-agent-sandbox-…" / "tmp"
+    temp = Path(tempfile.gettempdir()) / f"coder-agent-{os.getuid()}" / "session-…" / "tmp"
     try:
         walls = build_walls(
             (Path.cwd(),),
             settings,
             temp=temp,
-            cache=platformdirs.user_cache_path("coder-agent") / "sandbox",
+            cache=project_cache((Path.cwd(),)),
             proxy_socket=None,
             agent_paths=agent_paths(default_root()),
         )

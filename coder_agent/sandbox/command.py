@@ -117,6 +117,7 @@ class CommandSandbox:
         try:
             (folder / "tmp").mkdir(mode=0o700)
             cache = project_cache(roots)
+            cache.mkdir(mode=0o700, parents=True, exist_ok=True)
             proxy_socket = folder / "proxy.sock" if settings.network == "proxy" else None
             walls = build_walls(
                 roots,
@@ -248,9 +249,7 @@ def project_cache(roots: tuple[Path, ...]) -> Path:
     their resolved paths), so what one project's commands leave there (a poisoned package, a `CARGO_HOME`
     config that runs a wrapper) never reaches another project's; the others are kept out of its commands."""
     key = "\0".join(os.path.realpath(root) for root in roots)
-    cache = platformdirs.user_cache_path("coder-agent") / "sandbox" / hashlib.sha256(key.encode()).hexdigest()[:16]
-    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return cache
+    return platformdirs.user_cache_path("coder-agent") / "sandbox" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _kill_marked(mark: bytes) -> None:

@@ -5,6 +5,7 @@ the model's request to leave them asks first; sessions without a sandbox are not
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path
         result = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
         await client.prompt(result["sessionId"], "where is your temp folder?", timeout=60)
     tmpdir = _results(model)[0]
-    assert "coder-agent-sandbox-" in tmpdir and tmpdir.endswith("/tmp")  # the session's private one
+    assert f"coder-agent-{os.getuid()}/session-" in tmpdir and tmpdir.endswith("/tmp")  # the session's own
 
 
 async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_are(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def _hooks_path(world: World, *, make: bool = True) -> None:
 
 def _include(world: World, *, make: bool = True, conditional: bool = False) -> None:
     ws = world.layout.workspace
-    key = 'includeIf.gitdir:**.path' if conditional else "include.path"
+    key = "includeIf.gitdir:**.path" if conditional else "include.path"
     git(ws, "config", key, "../project.gitconfig")
     if make:
         (ws / "project.gitconfig").write_text("[user]\n\tname = The Project\n", encoding="utf-8")
