@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import platformdirs
 
 from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.process import spawn_group, stop_group
@@ -321,7 +322,7 @@ class Walled:
     """Walls built by the real code around a layout, and commands run inside them."""
 
     def __init__(self, layout: Layout, settings: SandboxConfig, *, as_user: int | None = None, mark: str = "") -> None:
-        for own in agent_paths(None):
+        for own in (platformdirs.user_config_path("coder-agent"), platformdirs.user_state_path("coder-agent")):
             if not own.is_relative_to(layout.home):
                 raise AssertionError(f"point the XDG folders into the fake home first: the agent's {own} is not there")
         self.layout = layout
