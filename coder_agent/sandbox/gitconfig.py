@@ -97,8 +97,31 @@ class Entry:
         return f"{self.section}{middle}.{self.key}"
 
 
+_known: dict[Path, tuple[tuple[int, ...], list[Entry] | Malformed | None]] = {}
+"""What `read` found in each file, by the file's identity, size and times (a file read again is read only if one
+of these changed; the walls look every command)."""
+MAX_KNOWN = 512
+
+
 def read(path: Path) -> list[Entry] | None:
     """The entries of a config file; None if it is missing, too big or unreadable; `Malformed` if malformed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _known.get(path)
+    if known is None or known[0] != key:
+        known = (key, _read(path))
+        if len(_known) >= MAX_KNOWN:
+            _known.clear()
+        _known[path] = known
+    if isinstance(known[1], Malformed):
+        raise Malformed(str(known[1]))
+    return None if known[1] is None else list(known[1])
+
+
+def _read(path: Path) -> list[Entry] | Malformed | None:
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
@@ -106,7 +129,10 @@ def read(path: Path) -> list[Entry] | None:
         return None
     if len(data) > MAX_CONFIG_BYTES:
         return None
-    return parse(data.decode("utf-8", errors="surrogateescape"))
+    try:
+        return parse(data.decode("utf-8", errors="surrogateescape"))
+    except Malformed as exc:
+        return exc
 
 
 def parse(text: str) -> list[Entry]:
