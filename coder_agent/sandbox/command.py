@@ -34,7 +34,7 @@ import platformdirs
 from anyio.abc import TaskGroup
 
 from coder_agent.process import PipedLeader, spawn_group
-from coder_agent.sandbox import gitplaces, seatbelt
+from coder_agent.sandbox import gitplaces, gitundo, seatbelt
 from coder_agent.sandbox.cgroups import make_pids_group, remove_group
 from coder_agent.sandbox.network import SessionNetwork
 from coder_agent.sandbox.probe import Support, launcher_argv
@@ -197,7 +197,7 @@ class CommandGuard:
     token: str
     places: gitplaces.GitPlaces
     """The git places before the command."""
-    watched: gitplaces.Snapshot
+    watched: gitundo.Snapshot
     """What the watched git files held before the command."""
 
     @property
@@ -222,10 +222,10 @@ class CommandGuard:
         after = self.walls.git_places()
         before = self.places.repositories
         new = {path for path, identity in after.repositories.items() if before.get(path) != identity}
-        notes = gitplaces.undo_redirects(self.watched, after.snapshot(), new)
-        notes += gitplaces.set_aside(self.places.absent)
+        notes = gitundo.undo_redirects(self.watched, after.snapshot(), new)
+        notes += gitundo.set_aside(self.places.absent)
         for git_dir in sorted(new):
-            notes += gitplaces.neutralize(git_dir)
+            notes += gitundo.neutralize(git_dir)
         return notes
 
 

@@ -14,12 +14,14 @@ condition: a condition that does not hold today may hold tomorrow) from a file, 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_INCLUDE_DEPTH = 10
 """As git: deeper includes are refused."""
+MAX_INCLUDES = 64
+"""The most included files followed from one file (a command may write one that includes itself a thousand
+times)."""
 MAX_CONFIG_BYTES = 1 << 20
 """A bigger config is not read (its includes and hooks path are not looked up; git itself reads it)."""
 
@@ -250,9 +252,16 @@ def _value(rest: str, lines: list[str], index: int) -> tuple[str, int]:
             pending_space, started = "", True
 
 
-def includes(path: Path, home: Path, depth: int = 0) -> Iterator[Path]:
+def includes(path: Path, home: Path) -> list[Path]:
     """The files `path` includes, recursively (relative ones from the including file's folder; `~/` from `home`),
-    whether they exist or not; a malformed or unreadable file includes nothing."""
+    whether they exist or not, each once and `MAX_INCLUDES` at most; a malformed or unreadable file includes
+    nothing."""
+    found: dict[Path, None] = {}
+    _include(path, home, 0, found)
+    return list(found)
+
+
+def _include(path: Path, home: Path, depth: int, found: dict[Path, None]) -> None:
     if depth >= MAX_INCLUDE_DEPTH:
         return
     try:
@@ -263,8 +272,10 @@ def includes(path: Path, home: Path, depth: int = 0) -> Iterator[Path]:
         if entry.key != "path" or entry.section not in ("include", "includeif") or not entry.value:
             continue
         target = expand(entry.value, home, path.parent)
-        yield target
-        yield from includes(target, home, depth + 1)
+        if target in found or len(found) >= MAX_INCLUDES:
+            continue
+        found[target] = None
+        _include(target, home, depth + 1, found)
 
 
 def expand(value: str, home: Path, relative_to: Path) -> Path:

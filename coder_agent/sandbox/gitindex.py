@@ -19,15 +19,20 @@ MODE_BYTES = struct.pack(">I", GITLINK_MODE)
 ENTRY_FIXED = 62
 """ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), the object id (20 for SHA-1), flags (2)."""
 EXTENDED = 0x4000
+MAX_INDEX_BYTES = 128 << 20
+"""A bigger index is not read (unknown): a command could write one of any size."""
 
 
 def gitlinks(index: Path) -> tuple[str, ...] | None:
     """The gitlink paths in an index file (see the module docstring); () if it does not exist."""
     try:
-        data = index.read_bytes()
+        with open(index, "rb") as handle:
+            data = handle.read(MAX_INDEX_BYTES + 1)
     except FileNotFoundError:
         return ()
     except OSError:
+        return None
+    if len(data) > MAX_INDEX_BYTES:
         return None
     if len(data) < 12 or data[:4] != b"DIRC":
         return None

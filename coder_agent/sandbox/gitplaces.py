@@ -20,7 +20,9 @@ and looks into at `git status`), recursively — for:
   hooks folder): one a command makes is renamed aside after it (`DISABLED`), nothing is made in their place;
 - **repositories**: each git folder git outside would open, with its identity, so that one a command made (or
   replaced) is told apart (`command.CommandGuard` then cuts its config to settings that run nothing and disables
-  its hooks: see `neutralize`).
+  its hooks: `gitundo`).
+
+Commands write these folders, so what is read is bounded (`MAX_FOLLOWED`, `MAX_DEPTH`, the readers' own limits).
 """
 
 from __future__ import annotations
@@ -31,19 +33,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coder_agent.sandbox import gitconfig
+from coder_agent.sandbox import gitconfig, gitundo
 from coder_agent.sandbox.gitindex import GitlinkCache
 
 PROTECTED_NAMES = (".coder-agent",)
 GIT_REDIRECTS = ("commondir", "gitdir")
 """Files in a git folder that send git elsewhere (for its config and hooks): the folder must stay writable for
 commits and a wall cannot forbid one name in it, so they are watched and undone instead."""
-DISABLED = ".disabled-by-coder-agent"
-"""The suffix a planted hook, or a config cut down to safe settings, is kept under (git reads neither)."""
 MAX_DEPTH = 4
 """How deep repositories inside repositories (gitlinks of gitlinks) are followed."""
-Snapshot = dict[Path, bytes]
-"""What watched files held (a missing one is absent)."""
+MAX_FOLLOWED = 1024
+"""The most worktrees, gitlinks and module folders looked at per repository (a command could make millions: the
+walls are looked up for every command, in the agent)."""
+MAX_GITFILE_BYTES = 4096
 
 
 @dataclass
@@ -57,14 +59,9 @@ class GitPlaces:
     repositories: dict[Path, tuple[int, int]] = field(default_factory=dict)
     """Git folders git outside would open (and linked worktrees' own folders), with the (device, inode) of each."""
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self) -> gitundo.Snapshot:
         """What the watched files hold now."""
-        found: Snapshot = {}
-        for path in dict.fromkeys(self.watched):
-            with contextlib.suppress(OSError):
-                if not os.path.isdir(path):
-                    found[path] = path.read_bytes()
-        return found
+        return gitundo.snapshot(self.watched)
 
 
 def find(
@@ -73,22 +70,45 @@ def find(
     home: Path,
     global_configs: tuple[Path, ...] = (),
     cache: GitlinkCache | None = None,
+    linked: tuple[Path, ...] = (),
 ) -> GitPlaces:
     """The git places of these session folders (see the module docstring); `writable` is every place commands
-    write, `global_configs` the user's and the system's config files (for a `core.hooksPath` they set)."""
-    finder = _Finder(writable, home, global_configs, cache or GitlinkCache())
+    write, `global_configs` the user's and the system's config files (for a `core.hooksPath` they set), `linked`
+    the git folders of the session folders that were linked worktrees when the session opened (`linked_dirs`):
+    only those are made writable (a `.git` file a command writes names any folder it likes)."""
+    finder = _Finder(writable, home, global_configs, cache or GitlinkCache(), linked)
     for root in roots:
         finder.places.protected += [root / name for name in PROTECTED_NAMES]
         finder.worktree(root, 0)
     return finder.places
 
 
+def linked_dirs(roots: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The git folder and main repository's git folder of each session folder that is a linked worktree now (its
+    `.git` a file naming them)."""
+    found: list[Path] = []
+    for root in roots:
+        dot_git = root / ".git"
+        gitdir = pointed_gitdir(dot_git) if dot_git.is_file() and not dot_git.is_symlink() else None
+        if gitdir is not None:
+            found += [gitdir, common_dir(gitdir)]
+    return tuple(found)
+
+
 class _Finder:
-    def __init__(self, writable: tuple[Path, ...], home: Path, configs: tuple[Path, ...], cache: GitlinkCache):
+    def __init__(
+        self,
+        writable: tuple[Path, ...],
+        home: Path,
+        configs: tuple[Path, ...],
+        cache: GitlinkCache,
+        linked: tuple[Path, ...],
+    ) -> None:
         self.writable = writable
         self.home = home
         self.global_configs = configs
         self.cache = cache
+        self.linked = linked
         self.places = GitPlaces()
         self.seen: set[Path] = set()
 
@@ -96,7 +116,7 @@ class _Finder:
         return any(path.is_relative_to(w) for w in (*self.writable, *self.places.writable))
 
     def worktree(self, folder: Path, depth: int) -> None:
-        """A folder git may open as a worktree: its `.git` (a folder, or a file naming one)."""
+        """A folder git may open as a worktree: its `.git` (a folder, a file naming one, or a link to one)."""
         dot_git = folder / ".git"
         try:
             is_link = dot_git.is_symlink()
@@ -104,17 +124,22 @@ class _Finder:
             is_file = dot_git.is_file()
         except OSError:
             return
-        if is_dir and not is_link:
+        if is_link:  # a link cannot be kept read-only: it is watched (one a command makes is removed after it)
+            self.places.watched.append(dot_git)
+            target = Path(os.path.realpath(dot_git))
+            if is_dir and self.inside(target):
+                self.repository(target, target, folder, depth)
+        elif is_dir:
             self.repository(dot_git, dot_git, folder, depth)
         elif is_file:
             self.places.protected.append(dot_git)
             gitdir = pointed_gitdir(dot_git)
             if gitdir is not None:
                 common = common_dir(gitdir)
-                if depth == 0:  # a session folder's own (its `.git` file is protected): commits write there
-                    self.places.writable += [gitdir, common]
+                if depth == 0 and gitdir in self.linked and common in self.linked:
+                    self.places.writable += [gitdir, common]  # the session's own worktree: commits write there
                 elif not (self.inside(gitdir) and self.inside(common)):
-                    return  # a nested one naming a folder outside: the walls never open one that way
+                    return  # naming a folder outside: the walls never open one that way
                 self.repository(gitdir, common, folder, depth)
 
     def repository(self, git_dir: Path, common: Path, worktree: Path | None, depth: int) -> None:
@@ -134,7 +159,7 @@ class _Finder:
         if git_dir != common:
             configs.append(git_dir / "config.worktree")
         places.protected += [common / "hooks"]
-        for admin in _subfolders(common / "worktrees"):  # not pinned: `git worktree remove` removes it
+        for admin in _subfolders(common / "worktrees")[:MAX_FOLLOWED]:  # not pinned: `git worktree remove` removes it
             places.watched += [admin / name for name in GIT_REDIRECTS]
             places.repositories[admin] = _identity(admin)
             configs.append(admin / "config.worktree")
@@ -148,7 +173,7 @@ class _Finder:
             self.repository(module, module, module_tree, depth + 1)
         if worktree is None:
             return
-        for link in self.cache.get(git_dir / "index") or ():
+        for link in (self.cache.get(git_dir / "index") or ())[:MAX_FOLLOWED]:
             nested = Path(os.path.normpath(worktree / link))
             if self.inside(nested):
                 self.worktree(nested, depth + 1)
@@ -192,7 +217,9 @@ def _modules(folder: Path) -> Iterable[Path]:
     """The git folders under `.git/modules` (a submodule's name may hold slashes, so they nest): a folder with a
     `HEAD` or a `config` is one (its own modules are its own business, looked at when it is); others are walked."""
     stack = _subfolders(folder)
-    while stack:
+    for _ in range(MAX_FOLLOWED):
+        if not stack:
+            return
         candidate = stack.pop()
         if os.path.lexists(candidate / "HEAD") or os.path.lexists(candidate / "config"):
             yield candidate
@@ -212,7 +239,8 @@ def _module_worktree(module: Path) -> Path | None:
 def pointed_gitdir(dot_git: Path) -> Path | None:
     """The folder a `.git` file names (`gitdir: PATH`), if it is one."""
     try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        with open(dot_git, "rb") as handle:
+            text = handle.read(MAX_GITFILE_BYTES).decode("utf-8", errors="replace").strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
@@ -225,140 +253,9 @@ def pointed_gitdir(dot_git: Path) -> Path | None:
 def common_dir(gitdir: Path) -> Path:
     """The main repository's git folder of a linked worktree's (its `commondir`), or the folder itself."""
     try:
-        pointer = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+        with open(gitdir / "commondir", "rb") as handle:
+            pointer = handle.read(MAX_GITFILE_BYTES).decode("utf-8", errors="replace").strip()
     except OSError:
         return gitdir
     common = Path(pointer) if Path(pointer).is_absolute() else gitdir / pointer
     return Path(os.path.realpath(common))
-
-
-def undo_redirects(before: Snapshot, after: Snapshot, worktree_dirs: set[Path]) -> list[str]:
-    """Put back the watched files a command changed, remove the ones it made; what was done, one note each.
-
-    A new worktree's own folder (`.git/worktrees/NAME`, made by `git worktree add`) keeps its `gitdir`, and its
-    `commondir` if it names the repository it belongs to: those are what `git worktree add` writes."""
-    notes = []
-    for path, says in sorted(after.items()):
-        was = before.get(path)
-        if was == says:
-            continue
-        if was is None and path.parent in worktree_dirs and _worktree_own(path, says):
-            continue
-        with contextlib.suppress(OSError):
-            if was is None:
-                path.unlink()
-            else:
-                path.write_bytes(was)
-        what = "made" if was is None else "changed"
-        undone = "it was removed" if was is None else "it was put back"
-        notes.append(
-            f"[coder-agent: the command {what} {path}, which git, run outside the sandbox, would read for its "
-            f"config or hooks; {undone}.]"
-        )
-    for path in sorted(set(before) - set(after)):
-        if path.parent.is_dir():  # (a worktree removed as a whole is gone for good: nothing redirects there)
-            with contextlib.suppress(OSError):
-                path.write_bytes(before[path])
-                notes.append(f"[coder-agent: the command removed {path}, which git reads; it was put back.]")
-    return notes
-
-
-def _worktree_own(path: Path, says: bytes) -> bool:
-    if path.name == "gitdir":
-        return True
-    pointer = os.fsdecode(says.strip())
-    target = Path(pointer) if os.path.isabs(pointer) else path.parent / pointer
-    return path.name == "commondir" and Path(os.path.realpath(target)) == Path(
-        os.path.realpath(path.parent.parent.parent)
-    )
-
-
-def set_aside(absent: list[Path]) -> list[str]:
-    """Rename aside (`DISABLED`) the paths of `absent` that are there now: a command made them."""
-    notes = []
-    for path in dict.fromkeys(absent):
-        if not os.path.lexists(path):
-            continue
-        aside = _free_name(path)
-        try:
-            os.rename(path, aside)
-        except OSError:
-            notes.append(
-                f"[coder-agent: the command made {path}, which git would read or run, and it could not be moved.]"
-            )
-            continue
-        notes.append(
-            f"[coder-agent: the command made {path}, which git, run outside the sandbox, would read or run; it was "
-            f"renamed to {aside.name}.]"
-        )
-    return notes
-
-
-def neutralize(git_dir: Path) -> list[str]:
-    """A repository a command made where git outside will open it: its hooks disabled (renamed with `DISABLED`,
-    which git never runs) and its config files cut to the settings that run nothing (`gitconfig.safe`; the whole
-    file kept beside it with `DISABLED`). What was done, one note each."""
-    notes = []
-    hooks = git_dir / "hooks"
-    if hooks.is_symlink() or hooks.is_file():
-        with contextlib.suppress(OSError):
-            aside = _free_name(hooks)
-            hooks.rename(aside)
-            hooks.mkdir()
-            notes.append(f"[coder-agent: the command made {hooks} lead elsewhere; it was renamed to {aside.name}.]")
-    with contextlib.suppress(OSError):
-        for entry in sorted(os.scandir(hooks), key=lambda e: e.name):
-            if entry.name.endswith((".sample", DISABLED)):
-                continue
-            aside = _free_name(Path(entry.path))
-            with contextlib.suppress(OSError):
-                os.rename(entry.path, aside)
-                notes.append(
-                    f"[coder-agent: the command left a hook {entry.path}, which git outside the sandbox would run; "
-                    f"it was renamed to {aside.name}.]"
-                )
-    for config in (git_dir / "config", git_dir / "config.worktree"):
-        note = _cut_config(config)
-        if note:
-            notes.append(note)
-    return notes
-
-
-def _cut_config(config: Path) -> str | None:
-    if config.is_symlink():
-        text = None
-    else:
-        try:
-            text = config.read_text(encoding="utf-8", errors="surrogateescape")
-        except FileNotFoundError:
-            return None
-        except OSError:
-            text = None
-    try:
-        entries = gitconfig.parse(text) if text is not None else None
-    except gitconfig.Malformed:
-        entries = None
-    kept = [e for e in entries if gitconfig.safe(e)] if entries is not None else []
-    if entries is not None and len(kept) == len(entries):
-        return None
-    removed = sorted({e.name for e in entries or () if not gitconfig.safe(e)}) or ["(all: it could not be read)"]
-    aside = _free_name(config)
-    try:
-        os.rename(config, aside)
-        config.write_text(gitconfig.render(kept), encoding="utf-8", errors="surrogateescape")
-    except OSError:
-        return f"[coder-agent: {config} holds settings that make git run programs ({', '.join(removed)}); not cut.]"
-    return (
-        f"[coder-agent: the command left settings in {config} that make git run programs or read other files "
-        f"({', '.join(removed)}); they were removed (the whole file is kept as {aside.name}).]"
-    )
-
-
-def _free_name(path: Path) -> Path:
-    """`path` with `DISABLED` added (and a number, should that be taken)."""
-    aside = path.with_name(path.name + DISABLED)
-    number = 1
-    while os.path.lexists(aside):
-        number += 1
-        aside = path.with_name(f"{path.name}{DISABLED}.{number}")
-    return aside

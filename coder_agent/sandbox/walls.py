@@ -70,6 +70,9 @@ class Walls:
     """What may be read inside the home folder (what builds need), but for the `denied` paths inside them."""
     git_configs: tuple[Path, ...] = ()
     """The user's and the system's git config files (for a `core.hooksPath` they set)."""
+    linked: tuple[Path, ...] = ()
+    """The git folders of the session folders that were linked worktrees when it opened (`gitplaces.linked_dirs`):
+    commits write there."""
     network: str = "off"
     hosts: tuple[str, ...] = ()
     proxy_socket: Path | None = None
@@ -87,7 +90,7 @@ class Walls:
     def git_places(self) -> gitplaces.GitPlaces:
         """Where git outside reads config and runs hooks from, inside the writable places, now."""
         home = self.home or Path.home()
-        return gitplaces.find(self.roots, self.writable, home, self.git_configs, self.gitlinks)
+        return gitplaces.find(self.roots, self.writable, home, self.git_configs, self.gitlinks, self.linked)
 
     def spec(self, cgroup: Path | None = None) -> Spec:
         """The launcher's spec for one command, with the git places and `.coder-agent` looked up now."""
@@ -185,6 +188,7 @@ def build_walls(
         home_kept=home != Path("/"),
         readable=_readable(home, resolved, settings.allow_read, kept),
         git_configs=_git_configs(home),
+        linked=gitplaces.linked_dirs(resolved),
         network=settings.network,
         hosts=settings.hosts(),
         proxy_socket=proxy_socket,

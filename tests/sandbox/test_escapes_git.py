@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from coder_agent.sandbox.gitplaces import DISABLED
+from coder_agent.sandbox.gitundo import DISABLED
+from coder_agent.sandbox.settings import SandboxConfig
 from tests.sandbox.conftest import MakeLayout
 from tests.sandbox.test_escapes import NOBODY, ROOT, Escape, World, _attempt, _give
-from tests.sandbox.walled import Ran, git
+from tests.sandbox.walled import Ran, Walled, git
 
 pytestmark = pytest.mark.sandbox
 
@@ -307,3 +308,58 @@ def test_git_escape_is_stopped(row: Escape, make_world: MakeLayout, token: str) 
 @pytest.mark.parametrize("row", _ran_as(as_nobody=True))
 def test_git_escape_is_stopped_unprivileged(row: Escape, make_world: MakeLayout, token: str) -> None:
     _attempt(row, make_world, token, NOBODY)
+
+
+# ---- the next command, and the user's next git, after a command made a repository --------------------------------
+
+
+def _no_repository(make_world: MakeLayout) -> tuple[Walled, Path, Path]:
+    layout = make_world()
+    shutil.rmtree(layout.workspace / ".git")
+    return Walled(layout, SandboxConfig()), layout.workspace, layout.outside
+
+
+def test_a_repository_made_where_there_was_none_runs_nothing_planted(make_world: MakeLayout) -> None:
+    """The issue's first case, for the user: a command turns a folder that was no repository into one, with a
+    hook, an fsmonitor, a hooks folder and an include of its own; when it ends, the user's `git add` and
+    `git commit` run none of it, and the next command can no longer change the repository's config."""
+    walled, workspace, outside = _no_repository(make_world)
+    plant = f"#!/bin/sh\ntouch {outside}/pwned\n"
+    ran = walled.run(
+        "git init -q -b main && git config core.fsmonitor 'touch {out}/pwned' "
+        "&& git config core.hooksPath .githooks && git config include.path ../inc.gitconfig "
+        f"&& printf '[core]\\n\\tpager = touch {outside}/pwned\\n' > inc.gitconfig "
+        f"&& mkdir -p .githooks && printf '{plant}' > .githooks/pre-commit && printf '{plant}' > .git/hooks/pre-commit "
+        "&& chmod +x .githooks/pre-commit .git/hooks/pre-commit".replace("{out}", str(outside))
+    )
+    assert ran.status == 0, ran.output
+    assert "coder-agent:" in ran.output, "the output does not say what was undone"
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "the user's")
+    git(workspace, "log", "-p", "-1")
+    assert not (outside / "pwned").exists(), "the user's git ran what the command planted"
+    again = walled.run("git config core.fsmonitor 'touch {out}/pwned'".replace("{out}", str(outside)))
+    assert again.status != 0, "the next command could change the new repository's config"
+
+
+def test_a_git_file_one_command_writes_opens_nothing_to_the_next(make_world: MakeLayout) -> None:
+    walled, workspace, outside = _no_repository(make_world)
+    victim = outside / "repo"
+    victim.mkdir()
+    git(victim, "init", "-q")
+    assert walled.run(f"printf 'gitdir: {victim}/.git\\n' > .git").status == 0
+    ran = walled.run(f"echo planted > {victim}/.git/description && echo x > {victim}/.git/objects/planted")
+    assert ran.failed, f"the next command wrote the repository a .git file named:\n{ran.output}"
+    assert not (victim / ".git" / "objects" / "planted").exists()
+
+
+def test_a_git_link_a_command_makes_is_removed(make_world: MakeLayout) -> None:
+    walled, workspace, outside = _no_repository(make_world)
+    ran = walled.run(
+        "mkdir evil && git -C evil init -q && git -C evil config core.fsmonitor 'touch {out}/pwned' "
+        "&& ln -s evil/.git .git".replace("{out}", str(outside))
+    )
+    assert ran.status == 0, ran.output
+    assert not os.path.lexists(workspace / ".git")
+    git(workspace / "evil", "status", check=False)  # the user looking into what the command left
+    assert not (outside / "pwned").exists()

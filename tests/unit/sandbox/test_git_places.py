@@ -13,7 +13,7 @@ import pytest
 from coder_agent.sandbox import gitconfig
 from coder_agent.sandbox.command import CommandGuard
 from coder_agent.sandbox.gitindex import GitlinkCache, gitlinks
-from coder_agent.sandbox.gitplaces import DISABLED
+from coder_agent.sandbox.gitundo import DISABLED
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.walls import Walls, build_walls
 
@@ -273,3 +273,81 @@ def test_a_new_gitlink_to_a_planted_repository_is_cut(tmp_path: Path) -> None:
     git(work, "add", "nested")
     watching.undo()
     assert "fsmonitor" not in (nested / ".git" / "config").read_text()
+
+
+# ---- what the guard undoes, when the command tried to make the agent write elsewhere -----------------------------
+
+
+def test_a_redirect_swapped_for_a_link_is_put_back_without_writing_through_it(tmp_path: Path) -> None:
+    work = repo(tmp_path / "w")
+    git(work, "worktree", "add", "-q", "-b", "other", str(tmp_path / "other"))
+    admin = work / ".git" / "worktrees" / "other"
+    before = (admin / "commondir").read_bytes()
+    victim = tmp_path / "bashrc"
+    victim.write_text("the user's shell startup\n")
+    watching = guard(walls(tmp_path, work))
+    (admin / "commondir").unlink()
+    (admin / "commondir").symlink_to(victim)
+    watching.undo()
+    assert victim.read_text() == "the user's shell startup\n"
+    assert not (admin / "commondir").is_symlink() and (admin / "commondir").read_bytes() == before
+
+
+def test_a_redirects_folder_swapped_for_a_link_is_set_aside(tmp_path: Path) -> None:
+    work = repo(tmp_path / "w")
+    git(work, "worktree", "add", "-q", "-b", "other", str(tmp_path / "other"))
+    admin = work / ".git" / "worktrees" / "other"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "commondir").write_text("the user's file\n")
+    watching = guard(walls(tmp_path, work))
+    admin.rename(work / ".git" / "moved")
+    admin.symlink_to(elsewhere)
+    notes = watching.undo()
+    assert (elsewhere / "commondir").read_text() == "the user's file\n"
+    assert not admin.exists() and any("link" in note for note in notes)
+
+
+def test_a_new_repository_swapped_for_a_link_gets_nothing_written_there(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    elsewhere = repo(tmp_path / "elsewhere")
+    git(elsewhere, "config", "core.fsmonitor", "the user's own")
+    watching = guard(walls(tmp_path, work))
+    (work / ".git").symlink_to(elsewhere / ".git")
+    watching.undo()
+    assert "the user's own" in (elsewhere / ".git" / "config").read_text()
+    assert not (elsewhere / ".git" / f"config{DISABLED}").exists()
+
+
+def test_hostile_git_files_cost_bounded_work(tmp_path: Path) -> None:
+    work = repo(tmp_path / "w")
+    lines = "".join("[include]\n\tpath = ../loop.gitconfig\n" for _ in range(500))
+    (work / "loop.gitconfig").write_text(lines)
+    git(work, "config", "include.path", "../loop.gitconfig")
+    for index in range(50):
+        (work / ".git" / "modules" / f"m{index}" / "deeper").mkdir(parents=True)
+    assert len(gitconfig.includes(work / ".git" / "config", tmp_path)) <= gitconfig.MAX_INCLUDES
+    places = walls(tmp_path, work).git_places()
+    assert work / "loop.gitconfig" in places.protected
+
+
+def test_a_git_file_a_command_writes_makes_nothing_writable(tmp_path: Path) -> None:
+    elsewhere = repo(tmp_path / "elsewhere")
+    work = tmp_path / "w"
+    work.mkdir()
+    w = walls(tmp_path, work)  # the session opens: not a worktree of anything
+    (work / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")  # then a command writes this
+    assert str(elsewhere / ".git") not in w.spec()["write"]
+
+
+def test_a_git_link_a_command_makes_is_removed_and_its_repository_cut(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    watching = guard(walls(tmp_path, work))
+    evil = repo(work / "evil")
+    git(evil, "config", "core.fsmonitor", "touch pwned")
+    (work / ".git").symlink_to(evil / ".git")
+    notes = watching.undo()
+    assert not (work / ".git").exists() and "fsmonitor" not in (evil / ".git" / "config").read_text()
+    assert len(notes) >= 2
