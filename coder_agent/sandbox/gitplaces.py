@@ -182,14 +182,19 @@ class _Finder:
         """What these config files name inside the writable places: included files, the hooks folder."""
         for config in configs:
             for target in gitconfig.includes(config, self.home):
-                self.keep(Path(os.path.realpath(target)))
+                self.keep(target)
         hooks = gitconfig.values([*self.global_configs, *configs], "core", "hookspath", self.home)
         for value in hooks:
             base = worktree if worktree is not None else configs[0].parent
-            self.keep(Path(os.path.realpath(gitconfig.expand(value, self.home, base))))
+            self.keep(gitconfig.expand(value, self.home, base))
 
-    def keep(self, path: Path) -> None:
-        """Keep a path git reads as it is: read-only if it is there, watched for appearing if not."""
+    def keep(self, named: Path) -> None:
+        """Keep a path git reads as it is: read-only if it is there, watched for appearing if not; a link on the
+        way there inside the writable places is watched (a read-only wall would follow it)."""
+        parent = Path(os.path.realpath(named.parent))
+        if os.path.islink(parent / named.name) and self.inside(parent):
+            self.places.watched.append(parent / named.name)
+        path = Path(os.path.realpath(named))
         if not self.inside(path):
             return
         if os.path.lexists(path):

@@ -41,8 +41,8 @@ from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import command_line
 from tests.sandbox.conftest import MakeLayout
+from tests.sandbox.credentials import CREDENTIAL_FILES
 from tests.sandbox.walled import (
-    CREDENTIAL_FILES,
     MARK_VARIABLE,
     NOBODY,
     Layout,

@@ -5,6 +5,7 @@ the same through the real walls)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -351,3 +352,19 @@ def test_a_git_link_a_command_makes_is_removed_and_its_repository_cut(tmp_path: 
     notes = watching.undo()
     assert not (work / ".git").exists() and "fsmonitor" not in (evil / ".git" / "config").read_text()
     assert len(notes) >= 2
+
+
+def test_an_included_file_that_is_a_link_is_watched_and_put_back(tmp_path: Path) -> None:
+    work = repo(tmp_path / "w")
+    (work / "shared.gitconfig").write_text("[user]\n\tname = team\n")
+    (work / "link.gitconfig").symlink_to("shared.gitconfig")
+    git(work, "config", "include.path", "../link.gitconfig")
+    w = walls(tmp_path, work)
+    places = w.git_places()
+    assert work / "shared.gitconfig" in places.protected and work / "link.gitconfig" in places.watched
+    watching = guard(w)
+    (work / "evil.gitconfig").write_text("[core]\n\tfsmonitor = touch pwned\n")
+    (work / "link.gitconfig").unlink()
+    (work / "link.gitconfig").symlink_to("evil.gitconfig")
+    watching.undo()
+    assert os.readlink(work / "link.gitconfig") == "shared.gitconfig"
