@@ -4,44 +4,9 @@ what builds read there, beside them."""
 
 from __future__ import annotations
 
-FOLDER_LIKE = {
-    "~/.ssh",
-    "~/.gnupg",
-    "~/.aws",
-    "~/.azure",
-    "~/.config/gcloud",
-    "~/.kube",
-    "~/.config/gh",
-    "~/.config/hub",
-    "~/.config/glab-cli",
-    "~/.config/github-copilot",
-    "~/.config/pip",
-    "~/.pip",
-    "~/.nuget/NuGet",
-    "~/.config/sops",
-    "~/.config/age",
-    "~/.cache/huggingface",
-    "~/.huggingface",
-    "~/.terraform.d",
-    "~/.config/rclone",
-    "~/.oci",
-    "~/.kaggle",
-    "~/.config/kaggle",
-    "~/.claude",
-    "~/.codex",
-    "~/.config/op",
-    "~/.password-store",
-    "~/.local/share/keyrings",
-    "~/.mozilla",
-    "~/.config/google-chrome",
-    "~/.config/chromium",
-    "~/.config/BraveSoftware",
-    "~/.config/microsoft-edge",
-    "~/snap/firefox",
-    "~/Library/Application Support/Google/Chrome",
-    "~/Library/Application Support/Firefox",
-    "~/Library/Keychains",
-}
+from coder_agent.sandbox.settings import DEFAULT_DENY_READ
+
+FOLDER_LIKE = {raw for raw in DEFAULT_DENY_READ if raw.endswith("/")}
 """Default kept-out entries that are folders (the others are files); each gets a secret file inside."""
 SECRET_FILE_IN = {
     "~/.ssh": "id_rsa",

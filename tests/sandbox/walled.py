@@ -116,7 +116,7 @@ def make_layout(base: Path, *, token: str, owner: int | None = None, project_con
         if not raw.startswith("~/"):
             continue  # the machine's own (/etc/shadow): not laid out here
         entry = home / raw.removeprefix("~/").replace("*", PATTERN_NAME)
-        targets.append(entry / SECRET_FILE_IN.get(raw, "secret.txt") if raw in FOLDER_LIKE else entry)
+        targets.append(entry / SECRET_FILE_IN.get(raw.rstrip("/"), "secret.txt") if raw in FOLDER_LIKE else entry)
     targets += [home / raw.removeprefix("~/") for raw in CREDENTIAL_FILES.values()]
     for target in dict.fromkeys(targets):
         target.parent.mkdir(parents=True, exist_ok=True)
