@@ -23,7 +23,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coder_agent.sandbox import gitplaces
+from coder_agent.sandbox import gitconfig, gitplaces
 from coder_agent.sandbox.gitindex import GitlinkCache
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, HOME_READABLE, SandboxConfig
 from coder_agent.sandbox.spec import Spec
@@ -204,6 +204,7 @@ def _readable(home: Path, roots: tuple[Path, ...], allow_read: list[str], denied
     between the home folder and each session folder, and the launcher's own code should it live there; each
     resolved, and left out where it lies in a kept-out path (which wins)."""
     raw = [_expand(p, home) for p in (*HOME_READABLE, *allow_read)]
+    raw += _git_reads(home)
     for root in roots:
         if root.is_relative_to(home):
             for folder in (*reversed(root.parents), root):
@@ -220,6 +221,16 @@ def _readable(home: Path, roots: tuple[Path, ...], allow_read: list[str], denied
             continue
         found.append(real)
     return tuple(dict.fromkeys(found))
+
+
+def _git_reads(home: Path) -> list[Path]:
+    """What git reads besides its config files as the user's config names them: the files they include (git stops
+    at one it cannot read), and the user's excludes and attributes files."""
+    configs = list(_git_configs(home))
+    found = [target for config in configs for target in gitconfig.includes(config, home)]
+    for key in ("excludesfile", "attributesfile"):
+        found += [gitconfig.expand(v, home, home) for v in gitconfig.values(configs, "core", key, home)]
+    return found
 
 
 def _git_configs(home: Path) -> tuple[Path, ...]:

@@ -231,3 +231,25 @@ def test_the_agents_log_file_is_kept_out_wherever_it_is(make_world: MakeLayout) 
         handler.close()
     ran = walled.run(f"cat {log_file}")
     assert ran.status != 0 and "AGENT-LOG-LINE" not in ran.output, ran.output
+
+
+def test_git_reads_what_the_users_git_config_names(make_world: MakeLayout) -> None:
+    """A `~/.gitconfig` that includes another file of the home folder, and names an excludes file there: git
+    stops at an include it cannot read, so those are read like the config itself."""
+    layout = make_world()
+    (layout.home / ".gitconfig").write_text(
+        "[include]\n\tpath = ~/dotfiles/git.local\n[core]\n\texcludesFile = ~/dotfiles/ignore\n", encoding="utf-8"
+    )
+    (layout.home / "dotfiles").mkdir()
+    (layout.home / "dotfiles" / "git.local").write_text("[alias]\n\tst = status --short\n", encoding="utf-8")
+    (layout.home / "dotfiles" / "ignore").write_text("*.log\n", encoding="utf-8")
+    (layout.home / "dotfiles" / "token").write_text("NOT-FOR-COMMANDS\n", encoding="utf-8")
+    (layout.workspace / "debug.log").write_text("x\n", encoding="utf-8")
+    ran = Walled(layout, SandboxConfig()).run(
+        "env -u GIT_CONFIG_NOSYSTEM git st && echo '==' && git check-ignore debug.log "
+        "&& echo '==' && cat ~/dotfiles/token"
+    )
+    status, ignored, *_ = [*ran.output.split("==\n"), "", ""]
+    assert "fatal" not in status and "debug.log" not in status, ran.output  # the alias and the excludes file
+    assert ignored.strip() == "debug.log", ran.output
+    assert "NOT-FOR-COMMANDS" not in ran.output and ran.failed  # the rest of that folder stays out
