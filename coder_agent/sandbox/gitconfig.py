@@ -285,16 +285,15 @@ def expand(value: str, home: Path, relative_to: Path) -> Path:
     return Path(os.path.normpath(relative_to / value))
 
 
-def values(paths: list[Path], section: str, key: str, home: Path) -> list[str]:
-    """Every value of `section.key` in these files and the files they include."""
+def values(paths: list[Path], section: str, key: str) -> list[str]:
+    """Every value of `section.key` in these files (not following their includes: pass those too)."""
     found: list[str] = []
     for path in paths:
-        for source in (path, *includes(path, home)):
-            try:
-                entries = read(source) or []
-            except Malformed:
-                continue
-            found += [e.value for e in entries if e.section == section and e.key == key and e.value is not None]
+        try:
+            entries = read(path) or []
+        except Malformed:
+            continue
+        found += [e.value for e in entries if e.section == section and e.key == key and e.value is not None]
     return found
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,9 @@ class _Finder:
         self.linked = linked
         self.places = GitPlaces()
         self.seen: set[Path] = set()
+        self.global_hooks = gitconfig.values(
+            [*configs, *(t for c in configs for t in gitconfig.includes(c, home))], "core", "hookspath"
+        )
 
     def inside(self, path: Path) -> bool:
         return any(path.is_relative_to(w) for w in (*self.writable, *self.places.writable))
@@ -164,7 +168,7 @@ class _Finder:
             places.repositories[admin] = _identity(admin)
             configs.append(admin / "config.worktree")
         for config in configs:
-            self.keep(config)
+            self.keep_real(config)
         self.configured(configs, worktree)
         for module in _modules(common / "modules"):
             module_tree = _module_worktree(module)
@@ -180,13 +184,29 @@ class _Finder:
 
     def configured(self, configs: list[Path], worktree: Path | None) -> None:
         """What these config files name inside the writable places: included files, the hooks folder."""
+        hooks = list(self.global_hooks)
         for config in configs:
-            for target in gitconfig.includes(config, self.home):
+            targets = gitconfig.includes(config, self.home)
+            for target in targets:
                 self.keep(target)
-        hooks = gitconfig.values([*self.global_configs, *configs], "core", "hookspath", self.home)
+            hooks += gitconfig.values([config, *targets], "core", "hookspath")
         for value in hooks:
             base = worktree if worktree is not None else configs[0].parent
             self.keep(gitconfig.expand(value, self.home, base))
+
+    def keep_real(self, path: Path) -> None:
+        """`keep` for a path in a git folder found already (its folder is real: only the name may be a link)."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self.places.absent.append(path)
+            return
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            self.keep(path)
+        else:
+            self.places.protected.append(path)
 
     def keep(self, named: Path) -> None:
         """Keep a path git reads as it is: read-only if it is there, watched for appearing if not; a link on the

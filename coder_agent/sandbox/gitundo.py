@@ -130,6 +130,8 @@ def snapshot(paths: list[Path]) -> Snapshot:
     """What these files hold now (links as their targets; folders and what cannot be read left out)."""
     found: Snapshot = {}
     for path in dict.fromkeys(paths):
+        if not os.path.lexists(path):
+            continue  # (most are: one stat, and no folder to open)
         with contextlib.suppress(OSError), _folder(path.parent) as folder:
             data = folder.read(path.name)
             if data is not None:

@@ -229,7 +229,7 @@ def _git_reads(home: Path) -> list[Path]:
     configs = list(_git_configs(home))
     found = [target for config in configs for target in gitconfig.includes(config, home)]
     for key in ("excludesfile", "attributesfile"):
-        found += [gitconfig.expand(v, home, home) for v in gitconfig.values(configs, "core", key, home)]
+        found += [gitconfig.expand(v, home, home) for v in gitconfig.values([*configs, *found], "core", key)]
     return found
 
 
