@@ -220,7 +220,8 @@ def _readable(home: Path, roots: tuple[Path, ...], allow_read: list[str], denied
         if not real.is_relative_to(home) or any(real.is_relative_to(d) for d in denied):
             continue
         found.append(real)
-    return tuple(dict.fromkeys(found))
+    unique = tuple(dict.fromkeys(found))
+    return tuple(p for p in unique if not any(p != q and p.is_relative_to(q) for q in unique))
 
 
 def _git_reads(home: Path) -> list[Path]:
