@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from coder_agent.acp.presentation import permission_options
 from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError, field_problems
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice, chosen
 from coder_agent.process import owner_marked
 from coder_agent.protocol.base import AcpModel
@@ -75,6 +76,7 @@ TERMINAL_TIMEOUT = 30.0
 CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 QUESTION_TIMEOUT = 3600.0
+LSP_TIMEOUT = 30.0
 MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
@@ -380,6 +382,15 @@ class AcpClientBridge:
         if self.capabilities.subagents is None:
             return None
         return AcpClientBridge(self._peer, self.capabilities, child_id)
+
+    def lsp_channel(self) -> LspCall | None:
+        if not self.capabilities.forwards_lsp:
+            return None
+
+        async def call(method: str, params: dict[str, Any]) -> Any:
+            return await self._call(method, params, LSP_TIMEOUT)
+
+        return call
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from coder_agent.errors import CallFailed
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
@@ -119,6 +120,10 @@ class ClientBridge(Protocol):
         """Start a shell command line in the background (a job), inside `sandbox`'s walls when one is given, with its
         standard input open for writing with `with_input` (else it reads end of file). BridgeError if it could not
         be started. Its owner runs it, and releases it once it has ended."""
+        ...
+
+    def lsp_channel(self) -> LspCall | None:
+        """The client's language servers (draft `lsp/servers`, `lsp/request`: `lsp.editor`), when it offers them."""
         ...
 
     def subagent_bridge(self, child_id: str) -> ClientBridge | None:

@@ -199,6 +199,9 @@ class LocalBridge:
     def subagent_bridge(self, child_id: str) -> None:
         return None  # no one shows a sub-agent's session: its work shows in the parent's tool call
 
+    def lsp_channel(self) -> None:
+        return None  # the language servers here are the agent's own (`lsp.pool`)
+
 
 class _Output:
     """The first and the last part of a command's output, like the model's view of it."""
