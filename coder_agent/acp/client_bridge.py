@@ -299,7 +299,7 @@ class AcpClientBridge:
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **(guard.env if guard is not None else {})})
+        terminal_id = await self._create_terminal(argv, cwd, extra_env)
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -344,7 +344,6 @@ class AcpClientBridge:
             return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        extra_env = {**extra_env, **(guard.env if guard is not None else {})}
         folder = stdin = None
         if with_input:
             try:

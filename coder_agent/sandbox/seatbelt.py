@@ -5,11 +5,12 @@ lookups); reads everywhere but the kept-out paths and the contents of the home f
 names and file attributes stay visible, so paths through it resolve); writes beneath the writable places (which are
 read too, even inside a kept-out folder: a session's own temp folder and cache) but not the protected ones, nor the
 pinned git folders themselves (which cannot be renamed away or removed); a kept-out path inside a writable place
-stays out. No network but 127.0.0.1 (the proxy's port only, when the network goes through the proxy; any local
-port otherwise, since macOS has no private network namespace), no UNIX sockets outside the walls unless allowed,
-and signals only within the sandbox. Rules later in the profile win over earlier ones. Every path enters as a
-parameter (`-D`), never spliced into the profile's text, so no path can change the profile. This module only
-builds the command line: it is unit-tested here and runs only on macOS.
+stays out. No network but 127.0.0.1 (when the network goes through the proxy, only the port the agent's proxy
+listens on, which the agent holds for the session, so nothing else can own it; any local port otherwise, since
+macOS has no private network namespace), no UNIX sockets outside the walls unless allowed, and signals only within
+the sandbox. Rules later in the profile win over earlier ones. Every path enters as a parameter (`-D`), never
+spliced into the profile's text, so no path can change the profile. This module only builds the command line: it
+is unit-tested here and runs only on macOS.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import Sequence
 from coder_agent.sandbox.spec import Spec
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-PROXY_PORT = 3128
 
 BASE = """(version 1)
 (deny default)
@@ -46,8 +46,10 @@ BASE = """(version 1)
 """
 
 
-def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
-    """The profile text and its parameters for walls given as the launcher's spec."""
+def profile(spec: Spec, *, proxy: bool, proxy_port: int | None = None) -> tuple[str, dict[str, str]]:
+    """The profile text and its parameters for walls given as the launcher's spec. With `proxy` (the network goes
+    through the agent's proxy), the one port reachable is `proxy_port`, where the proxy listens on 127.0.0.1; without
+    a port, no network at all (fail closed)."""
     params: dict[str, str] = {}
 
     def param(kind: str, values: Sequence[str]) -> list[str]:
@@ -83,7 +85,8 @@ def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
     if inside:
         lines.append(_rule("deny", "file-read* file-write*", inside))
     if proxy:
-        lines.append(f'(allow network-outbound (remote ip "localhost:{PROXY_PORT}"))')
+        if proxy_port is not None:
+            lines.append(f'(allow network-outbound (remote ip "localhost:{int(proxy_port)}"))')
     else:
         lines.append('(allow network-bind network-inbound (local ip "localhost:*"))')
         lines.append('(allow network-outbound (remote ip "localhost:*"))')
@@ -101,8 +104,8 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def argv(spec: Spec, command: Sequence[str], *, proxy: bool) -> list[str]:
+def argv(spec: Spec, command: Sequence[str], *, proxy: bool, proxy_port: int | None = None) -> list[str]:
     """`sandbox-exec` with the profile and its parameters, then the command."""
-    text, params = profile(spec, proxy=proxy)
+    text, params = profile(spec, proxy=proxy, proxy_port=proxy_port)
     defines = [part for name, value in params.items() for part in ("-D", f"{name}={value}")]
     return [SANDBOX_EXEC, "-p", text, *defines, *command]

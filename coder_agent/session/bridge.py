@@ -22,6 +22,7 @@ from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.user_questions import Answer, Question
 
@@ -62,7 +63,7 @@ async def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[li
     """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
     top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
     argv = shell_argv(command)
-    return await sandbox.launch(argv) if sandbox is not None else (argv, {})
+    return await sandbox.launch(argv) if sandbox is not None else (held_together(argv, agent_is_parent=False), {})
 
 
 class ClientBridge(Protocol):

@@ -12,6 +12,7 @@ import pytest
 
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.cgroups import can_limit_memory
 from tests.support.scripted_agent import scripted_agent, tool_agent
 
 pytestmark = [
@@ -147,6 +148,10 @@ async def test_initialize_declares_the_sandbox(tmp_path: Path) -> None:
     assert declared["mode"] == "custom"
     assert declared["guarantees"] == {"fsIsolation": "workspace", "netIsolation": "denyAll", "processCaps": True}
     assert declared["coderAgent"]["unsandboxedModes"] == ["full-auto"]
+    processes = declared["coderAgent"]["processes"]
+    if declared["coderAgent"]["kind"] == "landlock":  # held on every Landlock ABI: a PID namespace per command
+        assert processes["signalsContained"] is True and processes["leftoversEndWithCommand"] is True
+        assert processes["fileLeases"] == "refused" and processes["memoryLimit"] == can_limit_memory()
 
 
 async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import pytest
 
 from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.sandbox import probe
-from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.cgroups import make_session_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.settings import HOME_READABLE, SandboxConfig
 from coder_agent.sandbox.walls import build_walls
@@ -169,10 +169,10 @@ def real_home_sandbox() -> Iterator[tuple[CommandSandbox, Path]]:
             home=REAL_HOME,
         )
         assert walls.spec()["home"] == [str(REAL_HOME)]
-        pids = make_pids_group(walls.max_processes)
-        sandbox = CommandSandbox(walls, probe.check(), base / "private", None, None, pids)
-        if pids is not None:
-            weakref.finalize(sandbox, remove_group, pids)
+        group = make_session_group(walls.max_processes, 4096 << 20)
+        sandbox = CommandSandbox(walls, probe.check(), base / "private", None, None, group)
+        if group is not None:
+            weakref.finalize(sandbox, remove_group, group)
         yield sandbox, workspace
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -49,7 +49,7 @@ def walls(tmp_path: Path, *roots: Path) -> Walls:
 
 def guard(w: Walls) -> CommandGuard:
     places = w.git_places()
-    return CommandGuard(w, "token", places, places.snapshot())
+    return CommandGuard(w, places, places.snapshot())
 
 
 # ---- config files ----------------------------------------------------------------------------------------------
