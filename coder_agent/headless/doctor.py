@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import platformdirs
 from rich.console import Console
 from rich.text import Text
 
@@ -229,7 +230,7 @@ def _sandbox(config: Config | None) -> Check:
             "not offered; set sandbox.enabled = false to accept that",
         )
     settings = config.sandbox if config is not None else SandboxConfig()
-    temp = Path(tempfile.gettempdir()) / f"coder-agent-{os.getuid()}" / "session-…" / "tmp"
+    temp = platformdirs.user_cache_path("coder-agent") / "sessions" / "session-…"
     try:
         walls = build_walls(
             (Path.cwd(),),

@@ -3,10 +3,10 @@ result that hit them looks like.
 
 `launch(argv)` gives the command line and the environment additions that run `argv` inside the walls: on Linux the
 launcher (`python -I -S sandbox/enter.py -- …`, walls in `CODER_AGENT_SANDBOX`), on macOS `sandbox-exec` with a
-Seatbelt profile. The session owns its private folder (a `tmp/` the commands write to, and the proxy's socket
-beside it, out of their reach), made 0700 inside one folder of this user's (`sessions_folder`) that is kept out of
-every session's commands but for their own `tmp/`, and package caches of its project's own (`project_cache`):
-`open()` makes them and starts the proxy, `aclose()` removes the private folder.
+Seatbelt profile. The session owns a private folder (the proxy's socket, out of the commands' reach), a temp folder
+the commands write to (0700, in one folder of this user's, `sessions_folder`, that is kept out of every session's
+commands but for their own), and package caches of its project's own (`project_cache`): `open()` makes them and
+starts the proxy, `aclose()` removes the private and temp folders.
 `guard()` is what one command needs around it: the git places as they were before it, so that when it ends what
 it planted for git outside is undone (`CommandGuard.finish`).
 `hit_walls(output, exit_code)` recognises a failure the walls caused (or the launcher's refusal to run without
@@ -110,16 +110,16 @@ class CommandSandbox:
         """Make the session's private folder, build the walls, start the proxy if the network goes through it.
         `walls.Unwallable` if these folders cannot be walled."""
         sessions = sessions_folder()
-        folder = Path(tempfile.mkdtemp(prefix="session-", dir=sessions))
+        folder = Path(tempfile.mkdtemp(prefix="coder-agent-sandbox-"))
+        temp = Path(tempfile.mkdtemp(prefix="session-", dir=sessions))  # 0700
         try:
-            (folder / "tmp").mkdir(mode=0o700)
             cache = project_cache(roots)
             cache.mkdir(mode=0o700, parents=True, exist_ok=True)
             proxy_socket = folder / "proxy.sock" if settings.network == "proxy" else None
             walls = build_walls(
                 roots,
                 settings,
-                temp=folder / "tmp",
+                temp=temp,
                 cache=cache,
                 proxy_socket=proxy_socket,
                 agent_paths=(*agent_paths, sessions, cache.parent),
@@ -130,6 +130,7 @@ class CommandSandbox:
                 await proxy.serve(tasks, tcp=support.kind == "seatbelt")  # macOS: no forwarder, a port of ours
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(temp, ignore_errors=True)
             raise
         linux = support.kind == "landlock"
         memory = (settings.max_memory_mb << 20) if settings.max_memory_mb else default_memory()
@@ -194,8 +195,9 @@ class CommandSandbox:
             await self.network.aclose()
         if self.group is not None:
             await anyio.to_thread.run_sync(remove_group, self.group)
-        with contextlib.suppress(OSError):
-            await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
+        for folder in (self.folder, self.walls.temp):
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
 
 
 @dataclass
@@ -232,10 +234,12 @@ class CommandGuard:
 
 
 def sessions_folder() -> Path:
-    """The folder of this user's sessions' private folders (in the temp folder, 0700): kept out of every session's
-    commands, which reach only their own `tmp/` in it. OSError if it is not this user's alone (someone else made
-    it first): the sessions then get no sandbox, and say why."""
-    folder = Path(tempfile.gettempdir()) / f"coder-agent-{os.getuid()}"
+    """The folder of this user's sessions' temp folders (in the agent's cache folder, 0700): kept out of every
+    session's commands, which reach only their own temp folder in it. Not in the machine's temp folder, because
+    keeping a folder there out of reach makes the walls grant each of its neighbours one by one, for every command.
+    OSError if it is not this user's alone: the sessions then get no sandbox, and say why."""
+    folder = platformdirs.user_cache_path("coder-agent") / "sessions"
+    folder.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     st = os.lstat(folder)

@@ -58,16 +58,16 @@ async def test_a_sessions_temp_folder_is_private_and_others_are_out_of_reach(mak
     layout = make_world()
     other = second_workspace(layout)
     async with session(layout.workspace) as mine:
-        assert stat.S_IMODE(mine.folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE(mine.walls.temp.parent.stat().st_mode) == 0o700  # the sessions' folder
         assert stat.S_IMODE(mine.walls.temp.stat().st_mode) == 0o700
-        assert stat.S_IMODE(mine.folder.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(mine.folder.stat().st_mode) == 0o700  # its private folder (the proxy's socket)
         async with session(other) as theirs:  # opened after mine: its folder did not exist when mine opened
             wrote = await run(theirs, layout, 'echo "THEIR-SECRET" > "$TMPDIR/notes.txt"', other)
             assert wrote.status == 0, wrote.output
             notes = theirs.walls.temp / "notes.txt"
             for attempt in (  # (names can be listed along the way, as anywhere the walls keep out: not contents)
                 f"cat {notes}",
-                f"grep -r THEIR {theirs.folder.parent}",
+                f"grep -r THEIR {theirs.walls.temp.parent}",
                 f"cp -r {theirs.walls.temp} stolen && cat stolen/notes.txt",
                 f"echo pwned > {theirs.walls.temp}/planted",
             ):

@@ -111,18 +111,18 @@ def test_the_walls_say_what_they_read(tmp_path: Path) -> None:
     assert "~/.config/git/credentials" in never
 
 
-def test_sessions_share_one_private_folder_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr("tempfile.tempdir", None)
+def test_sessions_temp_folders_share_one_folder_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     folder = sessions_folder()
-    assert folder.parent == tmp_path.resolve() and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert folder == (tmp_path / "cache" / "coder-agent" / "sessions").resolve()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     folder.chmod(0o755)
     assert stat.S_IMODE(sessions_folder().stat().st_mode) == 0o700  # tightened again
     if os.getuid() == 0:
         os.chown(folder, 4242, 4242)
         with pytest.raises(OSError, match="not a folder of yours"):
             sessions_folder()
-    folder.rmdir() if os.getuid() != 0 else os.rmdir(folder)
+    folder.rmdir()
     folder.symlink_to(tmp_path)
     with pytest.raises(OSError, match="not a folder of yours"):
         sessions_folder()
