@@ -36,6 +36,7 @@ from coder_agent.isolation.git import GitFailed
 from coder_agent.isolation.workplace import IsolationFailed, Workplace, make, sweep_left_behind
 from coder_agent.lsp.pool import LanguageServers
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.gitindex import GitlinkCache
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.delegation import Delegated, ParentCall, ShowProgress
 from coder_agent.session.local_bridge import LocalBridge
@@ -146,12 +147,14 @@ class Isolation:
 
 def child_sandbox(sandbox: CommandSandbox, cwd: Path, temp: Path) -> CommandSandbox:
     """The parent's sandbox around a child's copy: the same walls but for the folders it may write (its copy and its
-    own temp folder, not the repository's shared git folder), the same launcher, proxy, network and process limit."""
+    own temp folder; no linked worktree's git folder, so not the repository's shared one: its objects, refs and the
+    parent's index), the same launcher, proxy, network and process limit."""
     walls = dataclasses.replace(
         sandbox.walls,
         roots=(Path(os.path.realpath(cwd)),),
         temp=Path(os.path.realpath(temp)),
-        git_outside=False,
+        linked=(),
+        gitlinks=GitlinkCache(),
     )
     return sandbox.sharing(walls, temp)
 
