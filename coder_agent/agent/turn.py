@@ -58,7 +58,7 @@ from coder_agent.protocol.schema import (
     new_message_id,
 )
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import StoppedForPermission, ToolResult, ToolSet, TurnCancelled
+from coder_agent.tools.calls import LEAVING_NEEDS_PERMISSION, StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class Turn:
             done += len(group)
             for call, outcome in zip(group, outcomes, strict=True):
                 if isinstance(outcome, StoppedForPermission):
-                    self.add_tool_result(call.id, NEEDS_PERMISSION)
+                    self.add_tool_result(call.id, outcome.for_model or NEEDS_PERMISSION)
                     for later in calls[done:]:
                         self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
                     return "cancelled"
@@ -436,7 +436,10 @@ def stopped_calls(history: Sequence[Message]) -> list[ToolCallRequest]:
                 for call in calls
                 if stopped.get(call.get("id"))
             ]
-        stopped[str(message.get("tool_call_id"))] = message.get("content") in STOPPED_RESULTS
+        content = message.get("content")
+        stopped[str(message.get("tool_call_id"))] = content in STOPPED_RESULTS or (
+            isinstance(content, str) and content.startswith(LEAVING_NEEDS_PERMISSION)
+        )
     return []
 
 

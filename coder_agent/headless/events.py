@@ -40,6 +40,9 @@ class Permission:
     """`nobody`: there was no terminal to ask on, so the call was refused and the run stopped."""
     allow_rules: tuple[str, ...] = ()
     """The `--allow` rules that would let this call through."""
+    leaves_sandbox: bool = False
+    """The question was whether a command may run outside the sandbox: no rule lets it, only `--mode full-auto` or
+    a person at a terminal."""
 
 
 @dataclass

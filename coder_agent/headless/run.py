@@ -314,8 +314,14 @@ def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResul
 def _refusal(event: Permission, session: Session | None, run_mode: str | None) -> str:
     """Why the run stopped, and the command that runs the stopped call and goes on."""
     mode = "accept-edits" if event.kind == "edit" else "auto" if _auto_would_run(event, session) else "full-auto"
-    stopped = f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on."
     resume = f"coder-agent run --resume {session.id}" if session is not None else "coder-agent run --continue"
+    if event.leaves_sandbox:  # no rule lets a command out of the sandbox, and the run's mode would ask again
+        return (
+            f"Stopped: {event.title} ({event.kind}) needs to run outside the sandbox, and there is no terminal to ask "
+            f"on. To run it outside and go on: `{resume} --mode full-auto` (commands then run with your account's "
+            "rights, unasked); or run on a terminal to be asked."
+        )
+    stopped = f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on."
     if run_mode not in (None, "default"):
         resume += f" --mode {run_mode}"  # the run's mode was for that run only: say it again
     if event.allow_rules:

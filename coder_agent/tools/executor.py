@@ -29,9 +29,16 @@ from coder_agent.model.base import ToolCallRequest
 from coder_agent.permissions import ALLOWING, Choice, kind_of, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
-from coder_agent.session.bridge import BridgeError, NoOneToAsk
+from coder_agent.session.bridge import LEAVES_SANDBOX_META, BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import Prepared, StoppedForPermission, ToolResult, TurnCancelled, text_content
+from coder_agent.tools.calls import (
+    LEAVING_NEEDS_PERMISSION,
+    Prepared,
+    StoppedForPermission,
+    ToolResult,
+    TurnCancelled,
+    text_content,
+)
 from coder_agent.tools.context import AcceptsImages, ToolContext
 from coder_agent.tools.registry import BUILTIN_NAMES, edit_tool_for, session_specs, session_tools
 from coder_agent.tools.tool import Tool
@@ -87,8 +94,9 @@ class ToolExecutor:
         except anyio.get_cancelled_exc_class():
             await shown.cancelled()
             raise
-        except StoppedForPermission:
-            await shown.cancelled("Not run: it needs permission, and no one could be asked.")
+        except StoppedForPermission as stopped:
+            why = "Not run outside the sandbox" if stopped.for_model else "Not run"
+            await shown.cancelled(f"{why}: it needs permission, and no one could be asked.")
             raise
         except TurnCancelled:
             await shown.cancelled()
@@ -132,6 +140,8 @@ class ToolExecutor:
             return await shown.fail(str(exc), exc.shown)
         except TurnCancelled:  # the user cancelled from a question the call asked
             raise
+        except NoOneToAsk:  # a question the call asked that no one can answer: the turn stops at the call
+            raise StoppedForPermission from None
         except Exception as exc:  # a tool's own bug or an unforeseen failure: the model reads it, the turn goes on
             log.exception("tool %s failed", tool.name)
             return await shown.fail(f"The tool failed unexpectedly: {exc}", "The tool failed unexpectedly.")
@@ -176,6 +186,7 @@ class ToolExecutor:
             content=content or None,
             locations=prepared.locations or None,
             raw_input=raw_input,
+            meta=LEAVES_SANDBOX_META if action.outside_because is not None else None,
         )
         offered = offer(policy, action)
         choices = offered.choices()
@@ -197,19 +208,33 @@ class ToolExecutor:
 
     async def _ask_outside(self, shown: _Call, why: str) -> bool:
         """Ask whether a command that seems to have hit the sandbox's walls may run again outside it (allow once or
-        reject: no "always" leaves the sandbox). TurnCancelled on a cancel."""
+        reject: no "always" leaves the sandbox). TurnCancelled on a cancel; StoppedForPermission when no one can be
+        asked (the turn stops at the call, to run it outside once the user allows it)."""
         note = (
             f"It seems to have hit the sandbox's walls: {why}\n\nAllowed, it runs again outside the sandbox, with "
             "your account's rights."
         )
         choices = [Choice("allow_once", "Run it outside the sandbox"), Choice("reject_once", "Keep it inside")]
         try:
-            answer = await self._choose(shown, [*shown.preview, text_content(note)], choices)
+            answer = await self._choose(shown, [*shown.preview, text_content(note)], choices, LEAVES_SANDBOX_META)
         except BridgeError:
             return False
+        except NoOneToAsk:
+            raise StoppedForPermission(
+                f"{LEAVING_NEEDS_PERMISSION} inside it, the command seems to have hit the sandbox's walls ({why}), and "
+                "running it outside needs the user's permission, which no one could be asked for (the agent runs "
+                "without a terminal or an editor to ask on). The turn stops here; once the user allows it, the "
+                "command runs again outside the sandbox and the turn goes on."
+            ) from None
         return answer == "allow_once"
 
-    async def _choose(self, shown: _Call, content: list[ToolCallContent], choices: list[Choice]) -> str:
+    async def _choose(
+        self,
+        shown: _Call,
+        content: list[ToolCallContent],
+        choices: list[Choice],
+        meta: dict[str, Any] | None = None,
+    ) -> str:
         """Ask the user to pick one of `choices` about a running call, as a permission request showing `content`;
         the id picked (an answer that names none is a rejection). TurnCancelled on a cancel; BridgeError if the
         client failed to answer; NoOneToAsk when no one can."""
@@ -220,6 +245,7 @@ class ToolExecutor:
             status="pending",
             content=content,
             raw_input=shown.raw_input,
+            meta=meta,
         )
         answer = await self.ctx.bridge.request_permission(request, choices)
         if answer is None:

@@ -246,6 +246,7 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
             "decision": "refused",
             "answered_by": "nobody",
             "allow_rules": ["edit:**"],
+            "leaves_sandbox": False,
         }
     ]
     assert "needs permission, and there is no terminal to ask on" in ran.stderr
@@ -486,7 +487,8 @@ async def test_in_ci_the_default_mode_is_auto_inside_the_sandbox(tmp_path: Path,
     events = [json.loads(line) for line in ran.stdout.splitlines()]
     assert events[0]["type"] == "session" and events[0]["mode"] == "auto"
     assert (work / "made.txt").exists() and not outside.exists()  # ran unasked, inside the walls
-    assert ran.code == 3 and "needs permission" in events[-1]["error"]  # leaving them: no one to ask in CI
+    assert ran.code == 3 and "needs to run outside the sandbox" in events[-1]["error"]  # no one to ask in CI
+    assert "Traceback" not in ran.stderr and len(fake_llm.requests) == 1
 
 
 async def test_auto_without_a_sandbox_is_refused_and_ci_falls_back_to_read_only(
