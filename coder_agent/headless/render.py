@@ -95,6 +95,8 @@ class TextOutput:
 
     def finished(self, result: RunResult) -> None:
         self._stop()
+        if result.answer and (self.tool_since_text or not self.answer_written):  # not streamed: a plan no one approved
+            self._answer(result.answer if result.answer.endswith("\n") else result.answer + "\n")
         self._flush_answer()
         if self.line_open:
             self.stdout.write("\n")

@@ -44,6 +44,8 @@ class RunOptions:
     else read-only, or `default` when --allow rules are given)."""
     mode_chosen_for_ci: bool
     """The mode is `auto` because the run is in CI (`CI` set): where the sandbox does not work, read-only instead."""
+    mode_given: bool
+    """--mode was given (else the run says once at its start which mode it chose, and how to choose)."""
     allow: tuple[Rule, ...]
     deny: tuple[Rule, ...]
     model: str | None
@@ -66,13 +68,14 @@ class RunOptions:
     append_system_prompt: str | None = None
     """--append-system-prompt: instructions added after the agent's own, stored with the session."""
 
-    def prompt_text(self) -> str | None:
-        """The prompt as the model gets it: with the piped input after it, in a fence."""
+    def prompt_texts(self) -> list[str] | None:
+        """The prompt as the model gets it, a text block each: the prompt, then the piped input in a fence (the
+        session is titled after the first alone)."""
         if self.prompt is None or self.piped is None or self.piped.empty:
-            return self.prompt
+            return None if self.prompt is None else [self.prompt]
         from coder_agent.tools.file_view import fenced
 
-        return f"{self.prompt}\n\nInput piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"
+        return [self.prompt, f"Input piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"]
 
     def piped_summary(self) -> dict[str, Any] | None:
         """What became of piped input, for the output: its size and whether it was cut, or that none came."""
@@ -114,6 +117,7 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         cwd_given=args.cwd is not None,
         mode=mode,
         mode_chosen_for_ci=in_ci,
+        mode_given=args.mode is not None,
         allow=_rules("--allow", args.allow),
         deny=_rules("--deny", args.deny),
         model=getattr(args, "model", None),

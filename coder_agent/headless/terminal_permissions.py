@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
@@ -61,8 +62,8 @@ class TerminalPermissions:
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
         allowed = kind_of(choices, answer) in ALLOWING
-        answer_of = "allowed" if allowed else "refused"
-        event = Permission(call.tool_call_id, title, kind, answer_of, "terminal", allow_rules, leaves_sandbox(call))
+        decision: Literal["allowed", "refused"] = "allowed" if allowed else "refused"
+        event = Permission(call.tool_call_id, title, kind, decision, "terminal", allow_rules, leaves_sandbox(call))
         self.output.permission(event)
         return answer
 

@@ -52,6 +52,18 @@ LEAVING_NEEDS_PERMISSION = "Not run again outside the sandbox:"
 turn stopped so goes on from that call: `agent.turn.stopped_calls`)."""
 
 
+REFUSED_BY_MODE = "refusedByMode"
+"""In the `_meta["coder-agent"]` of a call's final update: the mode that refused it (nothing else did), so a run
+without an editor can count what its mode kept from being done."""
+
+
+def refused_by_mode(meta: dict[str, Any] | None) -> str | None:
+    """The mode that refused a call, from its final update's `_meta` (None: not refused by a mode)."""
+    ours = (meta or {}).get("coder-agent")
+    mode = ours.get(REFUSED_BY_MODE) if isinstance(ours, dict) else None
+    return mode if isinstance(mode, str) else None
+
+
 class StoppedForPermission(TurnCancelled):
     """The call needs a permission no one could give: the turn stops at it, to run it once the user allows it.
     `for_model` says what happened when it is more than that the call did not run (it ran inside the sandbox and

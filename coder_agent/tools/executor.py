@@ -33,6 +33,7 @@ from coder_agent.session.bridge import LEAVES_SANDBOX_META, BridgeError, NoOneTo
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import (
     LEAVING_NEEDS_PERMISSION,
+    REFUSED_BY_MODE,
     Prepared,
     StoppedForPermission,
     ToolResult,
@@ -132,7 +133,9 @@ class ToolExecutor:
         )
         refusal = await self._permit(prepared, raw_input, shown)
         if refusal is not None:
-            return await shown.fail(*refusal)
+            for_model, for_user, mode = refusal
+            meta = {"coder-agent": {REFUSED_BY_MODE: mode}} if mode is not None else None
+            return await shown.fail(for_model, for_user, meta)
         await shown.update(status="in_progress")
         try:
             outcome = await prepared.run()
@@ -161,8 +164,9 @@ class ToolExecutor:
             return ToolResult(str(exc), failed=True)
         return ToolResult(outcome.output, failed=outcome.failed)
 
-    async def _permit(self, prepared: Prepared, raw_input: Any, shown: _Call) -> tuple[str, str] | None:
-        """None if the call may run; else why not, for the model and for the user. TurnCancelled on a cancel.
+    async def _permit(self, prepared: Prepared, raw_input: Any, shown: _Call) -> tuple[str, str, str | None] | None:
+        """None if the call may run; else why not, for the model and for the user, and the mode when the mode alone
+        refused it. TurnCancelled on a cancel.
 
         The request shows the whole call: its full arguments (`rawInput`), the preview (the diff, the whole
         command line), and why it asks when the reason is not simply the mode.
@@ -174,7 +178,11 @@ class ToolExecutor:
             return None
         if verdict.decision == "deny":
             why = f"Not allowed: {verdict.reason}."
-            return f"{why} Do not retry this; tell the user or find another way.", why
+            return (
+                f"{why} Do not retry this; tell the user or find another way.",
+                why,
+                policy.mode if verdict.by_mode else None,
+            )
         content = list(prepared.preview)
         if not verdict.by_mode:
             content.append(text_content(f"Asking because {verdict.reason}."))
@@ -186,14 +194,15 @@ class ToolExecutor:
             content=content or None,
             locations=prepared.locations or None,
             raw_input=raw_input,
-            meta=LEAVES_SANDBOX_META if action.outside_because is not None else None,
         )
+        if action.outside_because is not None:
+            request.meta = LEAVES_SANDBOX_META
         offered = offer(policy, action)
         choices = offered.choices()
         try:
             answer = await self.ctx.bridge.request_permission(request, choices)
         except BridgeError as exc:
-            return str(exc), str(exc)
+            return str(exc), str(exc), None
         except NoOneToAsk:
             raise StoppedForPermission from None
         if answer is None:
@@ -203,7 +212,7 @@ class ToolExecutor:
         if rules:
             await self._remember(rules, allow=kind == "allow_always")
         if kind not in ALLOWING:
-            return REJECTED_FOR_MODEL, "Rejected."
+            return REJECTED_FOR_MODEL, "Rejected.", None
         return None
 
     async def _ask_outside(self, shown: _Call, why: str) -> bool:
@@ -245,8 +254,8 @@ class ToolExecutor:
             status="pending",
             content=content,
             raw_input=shown.raw_input,
-            meta=meta,
         )
+        request.meta = meta
         answer = await self.ctx.bridge.request_permission(request, choices)
         if answer is None:
             raise TurnCancelled
@@ -313,9 +322,9 @@ class _Call:
         status = self.sent["status"]
         await self.client.update(ToolCallUpdate(tool_call_id=self.call_id, **{"status": status, **changed}))
 
-    async def fail(self, for_model: str, for_user: str) -> ToolResult:
+    async def fail(self, for_model: str, for_user: str, meta: dict[str, Any] | None = None) -> ToolResult:
         with anyio.CancelScope(shield=True):
-            await self.update(status="failed", content=[text_content(for_user)])
+            await self.update(status="failed", content=[text_content(for_user)], meta=meta)
         return ToolResult(for_model, failed=True)
 
     async def cancelled(self, why: str = "Cancelled.") -> None:

@@ -6,7 +6,8 @@ documents, as a Markdown `plan_update` (RFD "Plan Operations"). The question is 
 whose content is the plan itself and whose options are the modes: an approval switches the session's mode (the
 client is told, as after `session/set_mode`) and the turn goes on carrying out the plan; "keep planning" ends the
 turn, so the user's next message says what to change. With no one to ask (a run without a terminal), the plan is
-the run's answer. Only in plan mode: elsewhere the model is told to use `update_plan` and get on with it.
+the run's answer and the turn ends with it (no further model request). Only in plan mode: elsewhere the model is
+told to use `update_plan` and get on with it.
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ class ProposePlan(BuiltinTool):
             except NoOneToAsk:
                 return Outcome(
                     "No one can approve the plan here (the agent runs without an editor or a terminal to ask on), "
-                    "so the plan is the answer: end your turn with a short summary of it.",
+                    "so the plan itself is the answer the user gets, and the turn ends here. If they want it "
+                    "carried out, their next message says so.",
                     shown,
-                    ends_turn=False,
+                    ends_turn=True,
                 )
             if not answer.startswith(APPROVE):
                 return Outcome(

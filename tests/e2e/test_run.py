@@ -296,14 +296,35 @@ async def test_continue_without_a_prompt_needs_a_stopped_call(tmp_path: Path, wo
 
 
 async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
-    """Without a terminal the mode is read-only: an edit is refused and the model is told, as in an editor."""
+    """Without a terminal the mode is read-only, and the run says so at its start, with the flag that changes it: an
+    edit is refused and the model is told, as in an editor, naming the flag; the run goes on, and at its end says
+    what was refused and exits 3 (the change the task needed was not made, whatever the answer says)."""
     fake_llm.script([WRITE, Reply("I may not edit here.")])
-    ran = await run_here(tmp_path, "--cwd", str(work), "Note it", llm=fake_llm)
-    assert ran.code == 0, ran.stderr
-    assert "✗ Not allowed: the session is in read-only mode" in ran.stderr
-    assert ran.stdout == "I may not edit here.\n"
+    ran = await run_here(tmp_path, "--cwd", str(work), "--output-format", "json", "Note it", llm=fake_llm)
+    assert ran.code == 3, ran.stderr
+    assert ran.stderr.startswith("Mode: read-only, as there is no terminal to ask on")
+    result = ran.json()
+    assert result["answer"] == "I may not edit here."
+    assert result["refused_by_mode"] == [
+        {"tool_call_id": "call_1_0", "title": "Write notes.txt", "kind": "edit", "mode": "read-only"}
+    ]
+    assert result["refused"] == []
+    assert "The read-only mode refused 1 file change (Write notes.txt)" in result["error"]
+    assert f"`coder-agent run --resume {result['session_id']} --mode accept-edits" in result["error"]
     tool_result = fake_llm.last_request["messages"][-1]
     assert tool_result["role"] == "tool" and "read-only mode" in tool_result["content"]
+    assert "--mode accept-edits" in tool_result["content"], "the model may tell the user the flag, not a picker"
+
+
+async def test_a_command_the_mode_refused_is_counted_but_the_answer_stands(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([Reply.tool("run_command", {"command": "wc -l main.py"}), Reply("One line.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "how long is main.py?", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout == "One line.\n"
+    assert "✗ Not allowed: the session is in read-only mode; give --mode accept-edits" in ran.stderr
+    assert "The read-only mode refused 1 command (wc -l main.py)" in ran.stderr
 
 
 async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
