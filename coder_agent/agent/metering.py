@@ -69,6 +69,9 @@ class MeteredModel:
     async def context_window(self) -> int:
         return await self.model.context_window()
 
+    async def context_window_known(self) -> bool:
+        return await self.model.context_window_known()
+
     async def accepts_images(self) -> bool | None:
         return await self.model.accepts_images()
 
@@ -93,11 +96,32 @@ class MeteredModel:
         """Tell the client the context's size and the session's cost (a `usage_update`), with the last call's tokens
         when there is one (after a sub-agent's calls, the parent's context with the session's new cost)."""
         ctx, spending = self.ctx, self.ctx.spending
+        window = await self.model.context_window()
+        if last_call is not None and ctx.parent_id is None:
+            await self._say_if_guessed(window)
         update = UsageUpdate(
             used=ctx.conversation.context_tokens,
-            size=await self.model.context_window(),
+            size=window,
             cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
         )
         if last_call is not None:
             update.meta = {USAGE_META: last_call}
         await ctx.bridge.update(update)
+
+    async def _say_if_guessed(self, window: int) -> None:
+        """Tell the user once per session and model when the context window is a guess, and how to set it."""
+        told = (self.ctx.session_id, self.name)
+        if told in _GUESSES_TOLD or await self.model.context_window_known():
+            return
+        _GUESSES_TOLD.add(told)
+        await self.ctx.bridge.notice(
+            "warning",
+            "Context window guessed",
+            f"litellm does not know the context window of {self.name}, so {window:,} tokens is assumed (compaction "
+            f"starts at {self.ctx.config.compact_threshold:.0%} of it). Set CODER_AGENT_CONTEXT_WINDOW, or "
+            "context_window in your config, to the model's real window.",
+        )
+
+
+_GUESSES_TOLD: set[tuple[str, str]] = set()
+"""The sessions (and models) already told that their context window is a guess: once each is enough."""

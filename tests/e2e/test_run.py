@@ -569,3 +569,19 @@ async def test_append_system_prompt_joins_the_instructions_and_stays_with_the_se
 
     with pytest.raises(UsageError, match="the instructions are empty"):  # exit status 2, as every usage error
         await run_here(tmp_path, *args, "--append-system-prompt", "  ", "hi", llm=fake_llm)
+
+
+async def test_a_guessed_context_window_is_said_once_with_how_to_set_it(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([Reply.tool("read_file", {"path": "main.py"}), Reply("It prints hello.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "what does main.py do?", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    guess = "! Context window guessed: litellm does not know the context window of openai/fake-model, so 32,768"
+    assert ran.stderr.count(guess) == 1, ran.stderr  # two requests, one notice
+    assert "Set CODER_AGENT_CONTEXT_WINDOW, or context_window in your config" in ran.stderr
+
+    fake_llm.script([Reply("Still hello.")])
+    env = {"CODER_AGENT_CONTEXT_WINDOW": "64000"}
+    ran = await run_here(tmp_path, "--cwd", str(work), "and now?", llm=fake_llm, env=env)
+    assert ran.code == 0 and "Context window guessed" not in ran.stderr
