@@ -36,6 +36,7 @@ from coder_agent.protocol.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
+from coder_agent.tools.file_view import unfenced
 from coder_agent.visible import visible
 
 DIFF_LINES = 40
@@ -43,6 +44,11 @@ DIFF_LINES = 40
 FAILURE_LINES = 6
 OUTPUT_LINES = 6
 """The last lines of a command's output shown (all of them with --verbose)."""
+SUBAGENT_LINES = 12
+"""The lines of a sub-agent's steps, bill and answer shown when it ends (all of them with --verbose)."""
+SHELL = "run_command"
+"""The tool whose calls are shown as a shell command line (`$ …`); other tools of the kind (the job tools) are not."""
+SUBAGENT = "task"
 PLAN_MARKS = {"completed": ("✓", "green"), "in_progress": ("▸", "yellow"), "pending": ("○", "dim")}
 WAITING = "Waiting for the model"
 
@@ -76,6 +82,7 @@ class TextOutput:
         self.blocks = MarkdownBlocks()
         self.titles: dict[str, str] = {}
         self.kinds: dict[str, str] = {}
+        self.names: dict[str, str] = {}
         self.preview: dict[str, list[ToolCallContent]] = {}
         """What each call showed when it started (a command, a diff): what it shows at the end is what is new."""
         self.content: dict[str, list[ToolCallContent]] = {}
@@ -139,6 +146,7 @@ class TextOutput:
             self.tool_since_text = True
             self.titles[update.tool_call_id] = visible(update.title)
             self.kinds[update.tool_call_id] = update.kind
+            self.names[update.tool_call_id] = update.name or (SHELL if update.kind == "execute" else "")
             self.preview[update.tool_call_id] = list(update.content or [])
             self.content[update.tool_call_id] = list(update.content or [])
             self._progress(update.tool_call_id, update.status, update.content)
@@ -206,7 +214,7 @@ class TextOutput:
             return
         self.shown.add(call_id)
         title = self.titles.get(call_id, "")
-        if self.kinds.get(call_id) == "execute":
+        if self.names.get(call_id) == SHELL:
             self._line(Text.assemble(("$ ", "bold cyan"), (title, "cyan")))
         else:
             self._line(Text.assemble(("• ", "bold blue"), title))
@@ -220,7 +228,9 @@ class TextOutput:
             return
         latest = self.content.pop(call_id, None)
         new = [item for item in latest or content or [] if item not in self.preview.get(call_id, [])]
-        if status == "completed":
+        if self.names.get(call_id) == SUBAGENT and status in ("completed", "failed"):
+            self._lines(output_lines(latest or content or [], None if self.verbose else SUBAGENT_LINES))
+        elif status == "completed":
             self._lines([line for item in latest or [] if isinstance(item, DiffContent) for line in diff_lines(item)])
             if self.kinds.get(call_id) == "execute":
                 self._lines(output_lines(new, None if self.verbose else OUTPUT_LINES))
@@ -366,8 +376,16 @@ def texts(content: Sequence[ToolCallContent]) -> list[str]:
 
 
 def plain(text: str) -> str:
-    """Text without the Markdown code fence around it."""
-    lines = text.strip("\n").splitlines()
-    if len(lines) >= 2 and lines[0].startswith("```") and lines[-1].startswith("```"):
-        lines = lines[1:-1]
-    return "\n".join(lines)
+    """Text as a terminal shows it: without the lines of its code fences, a line in Markdown italics (a note such
+    as `_No new output._`) or bold (`**explore-1**`) without the marks."""
+    lines = unfenced(text.strip("\n")).splitlines()
+    return "\n".join(_unmarked(line) for line in lines)
+
+
+def _unmarked(line: str) -> str:
+    stripped = line.strip()
+    if len(stripped) > 2 and stripped[0] == stripped[-1] == "_" and "_" not in stripped[1:-1]:
+        return line.replace(stripped, stripped[1:-1])
+    if line.startswith("**") and line.count("**") == 2:
+        return line.replace("**", "")
+    return line
