@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import anyio
@@ -86,5 +85,5 @@ async def test_the_readmes_first_steps_and_a_first_run_in_another_project(tmp_pa
         worked_in.append(json.loads(record.read_text())["cwd"])
     assert worked_in == [str(project), str(other), str(project)], "each run works on the project, not the checkout"
     results = [m["content"] for r in fake_llm.requests for m in r["messages"] if m["role"] == "tool"]
-    assert any("the cache of my-project" in text for text in results) and any("the cache of other" in t for t in results)
-    assert sys.executable  # the runs above used the checkout's own environment, through uv or its .venv
+    assert any("the cache of my-project" in text for text in results)
+    assert any("the cache of other" in text for text in results)
