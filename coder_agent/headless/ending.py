@@ -3,7 +3,8 @@
 0 when the model finished (`end_turn`); 1 on an error or when the turn stopped short (max turns, max tokens, a
 refusal by the model); 3 when permissions kept the work from being done: a question no one could answer stopped
 it (the advice names the `--allow` rule that lets the call through, or `--mode full-auto` for a command that must
-leave the sandbox, which no rule lets out), or the run's mode refused a file change the task needed; 130 on Ctrl-C
+leave the sandbox, which no rule lets out), or the run's mode refused a file change the task needed; 4 when the
+answer is still not valid against `--output-schema` after a retry; 130 on Ctrl-C
 (143 on SIGTERM). The mode a run was not told to use is said once at its start, with the flag that chooses another.
 """
 
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import signal
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from coder_agent.headless.events import ModeRefusal, Permission, RunResult, Tally
 from coder_agent.headless.run_options import RunOptions
@@ -27,6 +28,7 @@ CHANGE_KINDS = frozenset({"edit", "delete", "move"})
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_REFUSED = 3
+EXIT_INVALID_OUTPUT = 4
 EXIT_INTERRUPTED = 130
 
 STOPPED_SHORT: dict[str, str] = {
@@ -52,6 +54,12 @@ class RunState:
     """The signal that cancelled the run."""
     mode: str | None = None
     """The mode the run worked in."""
+    retries: list[TurnReport] = field(default_factory=list)
+    """The turns that asked again for an answer valid against `--output-schema`."""
+    structured_output: Any = None
+    """The answer's JSON value, valid against `--output-schema`."""
+    schema_problem: str | None = None
+    """Why the last answer is not valid against `--output-schema` (None: it is, or none was asked for)."""
 
 
 def mode_hint(sandboxed: bool) -> str:
@@ -92,10 +100,12 @@ def result(run: RunState, refused: list[Permission], tally: Tally) -> RunResult:
         refused_by_mode=tally.refused_by_mode,
     )
     if run.report is not None:
-        spent = run.report.spent
-        result.usage.model_requests = spent.requests
-        result.usage.tokens = spent.input_tokens + spent.output_tokens
-        result.cost = round(spent.cost, 6) if spent.cost > 0 else None
+        turns = [run.report.spent, *(retry.spent for retry in run.retries)]
+        result.usage.model_requests = sum(spent.requests for spent in turns)
+        result.usage.tokens = sum(spent.input_tokens + spent.output_tokens for spent in turns)
+        cost = sum(spent.cost for spent in turns)
+        result.cost = round(cost, 6) if cost > 0 else None
+    result.structured_output = run.structured_output
     if run.interrupted is not None:
         result.stop_reason = "cancelled"
         result.exit_code = EXIT_INTERRUPTED if run.interrupted == signal.SIGINT else 128 + run.interrupted
@@ -107,6 +117,9 @@ def result(run: RunState, refused: list[Permission], tally: Tally) -> RunResult:
     elif run.stop_reason != "end_turn":
         result.exit_code = EXIT_ERROR
         result.error = STOPPED_SHORT.get(run.stop_reason or "", f"The turn stopped: {run.stop_reason}.")
+    elif run.schema_problem is not None:
+        result.exit_code = EXIT_INVALID_OUTPUT
+        result.error = f"The answer is not valid against the JSON Schema of --output-schema: {run.schema_problem}."
     elif any(r.kind in CHANGE_KINDS and r.mode == "read-only" for r in result.refused_by_mode):
         result.exit_code, result.error = EXIT_REFUSED, mode_refusals(result.refused_by_mode, session)
     return result

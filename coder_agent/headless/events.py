@@ -85,6 +85,8 @@ class RunResult:
     refused: list[Permission] = field(default_factory=list)
     refused_by_mode: list[ModeRefusal] = field(default_factory=list)
     """Calls the run's mode refused (the model was told, and went on without them)."""
+    structured_output: Any = None
+    """With `--output-schema`: the answer's JSON value, valid against the schema."""
     piped_input: dict[str, Any] | None = None
     """What was piped on stdin next to the prompt: `bytes`, `truncated` (its middle left out past `kept_bytes`),
     or `waited_seconds` when nothing came."""
@@ -110,6 +112,11 @@ class Tally:
         self._content: dict[str, list[ToolCallContent]] = {}
         self._calls: dict[str, tuple[str, str]] = {}
         """Each call's title and kind, as it started."""
+
+    def new_turn(self) -> None:
+        """Another turn of the run begins (asked again for a valid answer): its answer is its own."""
+        self.answer = ""
+        self.plan = None
 
     @property
     def final_answer(self) -> str:

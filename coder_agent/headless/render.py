@@ -15,6 +15,7 @@ share a line.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,9 +68,17 @@ class TextOutput:
     """Shows a run as a person reads it; `markdown`: the console the answer is rendered on (stdout is a terminal)."""
 
     def __init__(
-        self, stdout: Stdout, console: Console, *, markdown: Console | None = None, verbose: bool = False
+        self,
+        stdout: Stdout,
+        console: Console,
+        *,
+        markdown: Console | None = None,
+        verbose: bool = False,
+        structured: bool = False,
     ) -> None:
         self.stdout = stdout
+        self.structured = structured
+        """--output-schema: stdout holds the answer's JSON alone, written at the end once it is valid."""
         self.console = console
         self.markdown = markdown
         self.verbose = verbose
@@ -102,7 +111,12 @@ class TextOutput:
 
     def finished(self, result: RunResult) -> None:
         self._stop()
-        if result.answer and (self.tool_since_text or not self.answer_written):  # not streamed: a plan no one approved
+        if self.structured:
+            if result.error is None:
+                self.stdout.write(json.dumps(result.structured_output, ensure_ascii=False) + "\n")
+        elif result.answer and (
+            self.tool_since_text or not self.answer_written
+        ):  # not streamed: a plan no one approved
             self._answer(result.answer if result.answer.endswith("\n") else result.answer + "\n")
         self._flush_answer()
         if self.line_open:
@@ -175,7 +189,7 @@ class TextOutput:
                 self._line(Text("Compacted the conversation: older turns are summarised", style="dim"))
 
     def _answer(self, text: str) -> None:
-        if not text:
+        if not text or self.structured:  # the JSON alone goes to stdout, at the end
             return
         if self.markdown is not None:
             if self.tool_since_text:

@@ -11,10 +11,9 @@ midway leaves it so); an editor that reopens it does not inherit a `full-auto` g
 session keeps the model it was made with.
 
 Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
-killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
-model finished (`end_turn`); 1 on an error or when the turn stopped short (max turns, max tokens, a refusal
-by the model); 3 when a permission question no one could answer stopped the work; 130 on Ctrl-C (143 on
-SIGTERM). Usage errors (2) are found before this module runs.
+killed, the history is repaired and the session saved; a second Ctrl-C quits at once. With `--output-schema` the
+answer is checked against the schema, and an invalid one gets a retry (`headless.output_schema`). How the run ends,
+its exit status and what it says then are `headless.ending`'s; usage errors (2) are found before this module runs.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from coder_agent.headless.ending import EXIT_INTERRUPTED, RunState, mode_hint, m
 from coder_agent.headless.ending import result as result_of
 from coder_agent.headless.events import JsonOutput, Output, Stdout, StreamJsonOutput, Tally
 from coder_agent.headless.mcp_config import merged, stored_servers
+from coder_agent.headless.output_schema import RETRIES, OutputSchema
 from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
@@ -165,13 +165,35 @@ async def _work(
         }
     )
     await manager.ready(session)
-    prompt = options.prompt_texts()
+    prompt = options.prompt_blocks()
     run.report = TurnReport()
     if prompt is None:
         await manager.resume(session, run.report)
     else:
         await manager.prompt(session, [TextContent(text=text) for text in prompt], run.report)
     run.stop_reason = run.report.stop_reason
+    if options.output_schema is not None:
+        await _structured(manager, session, options.output_schema, run, tally)
+
+
+async def _structured(
+    manager: SessionManager, session: Session, schema: OutputSchema, run: RunState, tally: Tally
+) -> None:
+    """Check the answer against `--output-schema`; an invalid one gets `RETRIES` more turns, told what was wrong."""
+    for retry in range(RETRIES + 1):
+        if run.stop_reason != "end_turn":
+            return  # the turn stopped short: that is what the run reports
+        value, run.schema_problem = schema.check(tally.final_answer)
+        if run.schema_problem is None:
+            run.structured_output = value
+            return
+        if retry == RETRIES:
+            return
+        tally.new_turn()
+        report = TurnReport()
+        run.retries.append(report)
+        await manager.prompt(session, [TextContent(text=schema.retry(run.schema_problem))], report)
+        run.stop_reason = report.stop_reason
 
 
 async def _open(
@@ -267,4 +289,5 @@ def _output(options: RunOptions, stdout: Stdout, console: Console) -> Output:
     if options.output == "stream-json":
         return StreamJsonOutput(stdout)
     markdown = stdout_console(stdout) if stdout.isatty() else None
-    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose)
+    structured = options.output_schema is not None
+    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose, structured=structured)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from coder_agent.headless.mcp_config import McpConfigError, load_mcp_config, merged
+from coder_agent.headless.output_schema import OutputSchema
 from coder_agent.headless.piped_input import PipedInput, read_piped
 from coder_agent.permissions import DEFAULT_MODE, ModeName, Rule
 from coder_agent.protocol.schema import McpServer
@@ -67,6 +68,8 @@ class RunOptions:
     """What came on stdin next to a prompt argument (added to the prompt), or how the wait for it ended."""
     append_system_prompt: str | None = None
     """--append-system-prompt: instructions added after the agent's own, stored with the session."""
+    output_schema: OutputSchema | None = None
+    """--output-schema: the final answer must be JSON valid against it (the model is told after the prompt)."""
 
     def prompt_texts(self) -> list[str] | None:
         """The prompt as the model gets it, a text block each: the prompt, then the piped input in a fence (the
@@ -76,6 +79,13 @@ class RunOptions:
         from coder_agent.tools.file_view import fenced
 
         return [self.prompt, f"Input piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"]
+
+    def prompt_blocks(self) -> list[str] | None:
+        """The prompt's text blocks with what the run asks of the answer after them (`--output-schema`)."""
+        texts = self.prompt_texts()
+        if texts is None or self.output_schema is None:
+            return texts
+        return [*texts, self.output_schema.instruction()]
 
     def piped_summary(self) -> dict[str, Any] | None:
         """What became of piped input, for the output: its size and whether it was cut, or that none came."""
@@ -131,7 +141,19 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         add_dirs=add_dirs,
         mcp_servers=tuple(mcp_servers),
         append_system_prompt=_instructions(getattr(args, "append_system_prompt", None)),
+        output_schema=_output_schema(getattr(args, "output_schema", None)),
     )
+
+
+def _output_schema(path: Path | None) -> OutputSchema | None:
+    if path is None:
+        return None
+    from coder_agent.headless.output_schema import SchemaProblem, load
+
+    try:
+        return load(path.expanduser())
+    except SchemaProblem as exc:
+        raise UsageError(f"--output-schema {exc}") from None
 
 
 def _instructions(text: str | None) -> str | None:
