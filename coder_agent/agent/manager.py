@@ -42,6 +42,7 @@ from coder_agent.protocol.schema import (
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.fork import ForkPointUnknown, fork_record
+from coder_agent.session.hooks import Hooks
 from coder_agent.session.jobs import Job
 from coder_agent.session.options import apply_option, session_options
 from coder_agent.session.redacting_bridge import RedactingBridge
@@ -225,6 +226,18 @@ class SessionManager:
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
+            if Hooks.wanted(config.hooks, config.project_hooks):
+                services.hooks = Hooks(
+                    config.hooks,
+                    config.project_hooks,
+                    session_id=session_id,
+                    cwd=cwd,
+                    policy=state.policy,
+                    bridge=services.bridge,
+                    tasks=self.tasks,
+                    sandbox=services.sandbox,
+                )
+                services.bridge.attention = services.hooks.notify
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:

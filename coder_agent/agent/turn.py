@@ -20,7 +20,8 @@ A turn sees its session only through its `TurnContext`. The history stays valid 
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
 carry on. A call whose permission no one could give (a run without a terminal) stops the turn, and the model
 is told so; `resume` runs such calls once the user allows them, and the turn goes on. A sub-agent's run is a turn
-too (`run_task`), on a context of its own; the `task` calls of one reply run side by side.
+too (`run_task`), on a context of its own; the `task` calls of one reply run side by side. The session's hooks
+(`session.hooks`) run at the first turn's start (`session_start`) and at each turn's end (`turn_end`).
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ class Turn:
     async def run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
         """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`."""
         await self.client.turn_starting()
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
@@ -128,8 +131,14 @@ class Turn:
         steering.close("cancelled" if stop_reason == "cancelled" else "ended")
         self.finish_turn()
         await self.bills_in()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
+
+    async def ended(self, stop_reason: StopReason) -> None:
+        """The turn ended (not cancelled or failed): the `turn_end` hooks."""
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.turn_end(stop_reason, self.last_answer)
 
     async def run_task(self, task: str) -> StopReason:
         """A sub-agent's whole run: its task is the first message, and the loop goes until it answers (no undo
@@ -213,6 +222,8 @@ class Turn:
                 "give a prompt."
             )
         self.conversation.reopen_calls({call.id for call in calls})
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
         turn_start = len(self.history)
         try:
@@ -227,6 +238,7 @@ class Turn:
             self.ctx.save_soon()
             raise
         self.finish_turn()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)
         return stop_reason
 

@@ -4,8 +4,8 @@
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
-  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit), and its
-  deny rules add to the user's;
+  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit), its
+  deny rules add to the user's, and its hooks are kept apart (`Config.project_hooks`: they run once trusted);
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
+from coder_agent.config.hooks import HooksConfig, ProjectHooks
 from coder_agent.config.schema import (
     API_KEY_ENV_VAR,
     APP_NAME,
@@ -100,10 +101,13 @@ def load_config(
     data = _load_file(user_path, required_by=None)
     if data is not None:
         apply(data, str(user_path))
+    project_hooks: ProjectHooks | None = None
     if cwd is not None:
         project_path = project_config_file(cwd)
         data = _load_file(project_path, required_by=None)
         if data is not None:
+            hooks = HooksConfig.model_validate(data.pop("hooks", {}))  # kept apart: they run once trusted
+            project_hooks = None if hooks.empty else ProjectHooks(file=project_path, hooks=hooks)
             apply(_joining_deny_rules(_without_trusted_fields(data, project_path), merged), str(project_path))
 
     env_file = env.get(CONFIG_ENV_VAR, "").strip()
@@ -134,6 +138,7 @@ def load_config(
 
     config = _validate_final(merged)
     config._sources = sources
+    config._project_hooks = project_hooks
     return config
 
 

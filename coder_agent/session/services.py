@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.protocol.schema import AvailableCommand
 from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.hooks import Hooks
 from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -64,6 +65,8 @@ class SessionServices:
     """The session's background jobs (run in `tasks`)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode as `session/set_mode` does (telling the client, saving); the manager's."""
+    hooks: Hooks | None = None
+    """The commands run on the session's events (`[hooks]`); None when there are none."""
 
     def __post_init__(self) -> None:
         self.jobs = JobTable(self.tasks)

@@ -79,6 +79,7 @@ class Session:
             after_response=self.after_response,
             unattended=state.unattended,
             switch_mode=services.switch_mode,
+            hooks=services.hooks,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from coder_agent.session.steering import SteeringInbox
 if TYPE_CHECKING:
     from coder_agent.mcp.hub import McpHub
     from coder_agent.sandbox.command import CommandSandbox
+    from coder_agent.session.hooks import Hooks
 
 Job = Callable[[], Coroutine[Any, Any, None]]
 SwitchMode = Callable[[ModeName], Awaitable[None]]
@@ -73,6 +74,8 @@ class TurnContext:
     """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
+    hooks: Hooks | None = None
+    """The commands run on the session's events (a tool call, the turn's end); None when there are none."""
     instructions: str | None = None
     """A sub-agent's own system prompt, used instead of the session's (also after a compaction restarts it)."""
     delegate: Delegate | None = None

@@ -2,8 +2,9 @@
 
 One call goes: parse the arguments → prepare (resolve and contain paths, compute the diff; a failing edit
 fails here, before anyone is asked) → `tool_call` (pending, with the tool's name, kind, title, rawInput, and
-what prepare found: locations, the diff or the whole command) → the permission policy (deny, allow, or
-`session/request_permission` through the bridge) → `in_progress` → run → `completed` or `failed`.
+what prepare found: locations, the diff or the whole command) → the `before_tool` hooks (one that fails blocks
+the call) → the permission policy (deny, allow, or `session/request_permission` through the bridge) →
+`in_progress` → run → `completed` or `failed` → the `after_edit` and `after_tool` hooks (`tools.call_hooks`).
 
 Every update carries the call's status and only what changed. Every failure is a result: the user reads a short
 sentence, the model may read more (why, and what to do instead); an unexpected error in a tool is logged
@@ -31,6 +32,7 @@ from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallL
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
 from coder_agent.session.bridge import LEAVES_SANDBOX_META, BridgeError, NoOneToAsk
 from coder_agent.session.turn_context import TurnContext
+from coder_agent.tools.call_hooks import after_call, call_facts
 from coder_agent.tools.calls import (
     LEAVING_NEEDS_PERMISSION,
     REFUSED_BY_MODE,
@@ -131,6 +133,9 @@ class ToolExecutor:
         await shown.start(
             prepared.title, tool.name, tool.kind, raw_input, locations=prepared.locations, content=prepared.preview
         )
+        hooks, facts = self.ctx.hooks, call_facts(tool, prepared, call.id, raw_input)
+        if hooks is not None and (blocked := await hooks.before_tool(facts)) is not None:
+            return await shown.fail(blocked, "Blocked by a before_tool hook.")
         refusal = await self._permit(prepared, raw_input, shown)
         if refusal is not None:
             for_model, for_user, mode = refusal
@@ -152,7 +157,8 @@ class ToolExecutor:
         await shown.update(status=status, content=outcome.display or None)
         if outcome.replay is not None:  # what a reloaded session shows instead (a terminal is gone by then)
             self.ctx.bridge.record(ToolCallUpdate(tool_call_id=call.id, status=status, content=outcome.replay))
-        return ToolResult(outcome.output, failed=outcome.failed, ends_turn=outcome.ends_turn)
+        result = ToolResult(outcome.output, failed=outcome.failed, ends_turn=outcome.ends_turn)
+        return result if hooks is None else await after_call(hooks, facts, outcome, result)
 
     async def _run_quietly(self, tool: Tool, call: ToolCallRequest) -> ToolResult:
         """A tool that shows itself its own way (the plan): no tool call on the wire, no permission asked."""
