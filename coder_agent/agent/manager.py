@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, sandboxing, system_prompt
+from coder_agent.agent import commands, sandboxing, system_prompt, telemetry
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -238,6 +238,9 @@ class SessionManager:
                     sandbox=services.sandbox,
                 )
                 services.bridge.attention = services.hooks.notify
+            services.telemetry, problem = await telemetry.telemetry_for(config.telemetry)
+            if problem is not None:
+                services.notices.append(("Telemetry is off", problem))
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
@@ -399,6 +402,7 @@ class SessionManager:
         async with anyio.create_task_group() as task_group:
             for session in sessions:
                 task_group.start_soon(session.aclose)
+        await telemetry.flush()
 
 
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:

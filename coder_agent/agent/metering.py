@@ -21,6 +21,7 @@ from typing import Any
 from coder_agent.model.base import Message, Model, ModelTurn, Spend, StreamSink
 from coder_agent.protocol.schema import Cost, UsageUpdate
 from coder_agent.session.conversation import Spending
+from coder_agent.session.telemetry import ModelSpan, current_turn
 from coder_agent.session.turn_context import TurnContext
 
 log = logging.getLogger(__name__)
@@ -48,17 +49,34 @@ class MeteredModel:
         return MeteredModel(self.model, self.ctx, measures=False, bills=self.bills)
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
-        """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
-        turn = await self.model.stream(messages, tools, sink)
+        """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come. Traced
+        as a span of the turn's trace when telemetry is on."""
+        trace = current_turn()
+        span = trace.model_request(self.name) if trace is not None else None
+        try:
+            turn = await self.model.stream(messages, tools, sink if span is None else _timed(sink, span))
+        except BaseException as exc:
+            if span is not None:
+                span.end(None, None, error=str(exc) or type(exc).__name__)
+            raise
         number = self.ctx.conversation.next_call() if self.measures else None  # numbered as its answer completes
         pending = turn.settle
         if pending is None:
             await self._count(Spend(turn.usage, turn.cost), number)
+            if span is not None:
+                span.end(turn.usage, turn.cost, turn.text)
             return turn
 
         async def settle() -> Spend:
-            spend = await pending()
+            try:
+                spend = await pending()
+            except BaseException as exc:
+                if span is not None:
+                    span.end(None, None, error=str(exc) or type(exc).__name__)
+                raise
             await self._count(spend, number)
+            if span is not None:
+                span.end(spend.usage, spend.cost, turn.text)
             return spend
 
         return dataclasses.replace(turn, settle=settle)
@@ -121,6 +139,20 @@ class MeteredModel:
             f"starts at {self.ctx.config.compact_threshold:.0%} of it). Set CODER_AGENT_CONTEXT_WINDOW, or "
             "context_window in your config, to the model's real window.",
         )
+
+
+def _timed(sink: StreamSink, span: ModelSpan) -> StreamSink:
+    """`sink`, marking the span's time to first token at its first text or thought."""
+
+    async def text(delta: str) -> None:
+        span.first_token()
+        await sink.on_text(delta)
+
+    async def thought(delta: str) -> None:
+        span.first_token()
+        await sink.on_thought(delta)
+
+    return StreamSink(on_text=text, on_thought=thought, on_retry=sink.on_retry)
 
 
 _GUESSES_TOLD: set[tuple[str, str]] = set()

@@ -58,6 +58,7 @@ from coder_agent.protocol.schema import (
     UserMessageChunk,
     new_message_id,
 )
+from coder_agent.session.telemetry import tracing
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.calls import LEAVING_NEEDS_PERMISSION, StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
@@ -104,7 +105,29 @@ class Turn:
         return self.conversation.messages
 
     async def run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
-        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`."""
+        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`; traced
+        when telemetry is on."""
+        text = " ".join(block.text for block in prompt if isinstance(block, TextContent))
+        return await self.traced(text, lambda: self._run(prompt, user_message_id))
+
+    async def traced(self, prompt: str | None, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
+        """Run `turn` inside the turn's trace (when telemetry is on: `session.telemetry`)."""
+        telemetry = self.ctx.telemetry
+        if telemetry is None:
+            return await turn()
+        trace = telemetry.turn(self.ctx.session_id, self.ctx.policy.mode, self.config.model, prompt)
+        stop_reason: str = "error"
+        with tracing(trace):
+            try:
+                stop_reason = await turn()
+            except anyio.get_cancelled_exc_class():
+                stop_reason = "cancelled"
+                raise
+            finally:
+                trace.end(stop_reason)
+        return stop_reason
+
+    async def _run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
         await self.client.turn_starting()
         if self.ctx.hooks is not None:
             await self.ctx.hooks.session_start(self.config.model)
@@ -215,6 +238,9 @@ class Turn:
     async def resume(self) -> StopReason:
         """Go on from a turn that stopped at a call no one could permit: run its stopped calls now (asking again,
         under the policy as it is now), then let the model go on. InvalidParams if the session did not stop so."""
+        return await self.traced(None, self._resume)
+
+    async def _resume(self) -> StopReason:
         calls = stopped_calls(self.history)
         if not calls:
             raise InvalidParams(

@@ -4,7 +4,8 @@
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
-  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit), its
+  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit, where
+  telemetry goes), its
   deny rules add to the user's, and its hooks are kept apart (`Config.project_hooks`: they run once trusted);
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
@@ -150,10 +151,12 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("default_mode",),
     ("permissions", "allow"),
     ("sandbox",),
+    ("telemetry",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
-server, grant itself permissions, widen the sandbox's walls, or name a command the agent runs unasked after every
-edit. Set these in the user file, the environment, or with --config."""
+server, grant itself permissions, widen the sandbox's walls, name a command the agent runs unasked after every
+edit, or send the session's traces (with prompts, if it asked) to a collector of its choosing. Set these in the
+user file, the environment, or with --config."""
 
 
 def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:

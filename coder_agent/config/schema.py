@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from coder_agent.config.hooks import HooksConfig, ProjectHooks
+from coder_agent.config.telemetry import TelemetryConfig
 from coder_agent.permissions.modes import ModeName
 from coder_agent.sandbox.settings import SandboxConfig
 
@@ -182,6 +183,9 @@ class Config(BaseModel):
 
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Commands run on a session's events (`config.hooks`); a project file's are kept apart (`project_hooks`)."""
+
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    """OpenTelemetry traces and metrics, opt-in; a project file may not set it."""
 
     extra_params: dict[str, Any] = Field(default_factory=dict)
     """Advanced: extra keyword arguments passed through to the model call (e.g. provider-specific options).

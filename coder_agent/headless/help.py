@@ -59,7 +59,8 @@ environment:
 config files, each over the one before:
   user      {_user_config_file()}
   project   .coder-agent/config.toml in the session's folder (it cannot set api_base, api_key_env,
-            extra_params, default_mode or permissions.allow)
+            extra_params, default_mode, permissions.allow, [sandbox], [checkers] or [telemetry]; its
+            [hooks] run once you trust them)
   then      CODER_AGENT_CONFIG, the variables above, --config FILE, --model
   every field is described in {CONFIG_EXAMPLE}
 

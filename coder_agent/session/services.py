@@ -22,6 +22,7 @@ from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
 from coder_agent.session.steering import SteeringInbox
+from coder_agent.session.telemetry import Telemetry
 from coder_agent.session.turn_context import SwitchMode
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class SessionServices:
     """Change the session's mode as `session/set_mode` does (telling the client, saving); the manager's."""
     hooks: Hooks | None = None
     """The commands run on the session's events (`[hooks]`); None when there are none."""
+    telemetry: Telemetry | None = None
+    """Where its turns are traced (OpenTelemetry, `[telemetry]`); None when telemetry is off."""
 
     def __post_init__(self) -> None:
         self.jobs = JobTable(self.tasks)

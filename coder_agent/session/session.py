@@ -80,6 +80,7 @@ class Session:
             unattended=state.unattended,
             switch_mode=services.switch_mode,
             hooks=services.hooks,
+            telemetry=services.telemetry,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

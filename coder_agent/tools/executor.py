@@ -31,6 +31,7 @@ from coder_agent.permissions import ALLOWING, Choice, kind_of, offer
 from coder_agent.protocol.content import TextContent, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind
 from coder_agent.protocol.schema import AgentMessageChunk, ToolCallStart, ToolCallUpdate, new_message_id
 from coder_agent.session.bridge import LEAVES_SANDBOX_META, BridgeError, NoOneToAsk
+from coder_agent.session.telemetry import ToolSpan, current_turn
 from coder_agent.session.turn_context import TurnContext
 from coder_agent.tools.call_hooks import after_call, call_facts
 from coder_agent.tools.calls import (
@@ -92,18 +93,24 @@ class ToolExecutor:
 
     async def _run_shown(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest) -> ToolResult:
         shown = _Call(self.ctx, call.id)
+        trace = current_turn()
+        span = None if trace is None else trace.tool_call(call.name, _kind(tool), call.id, _raw_input(call.arguments))
         try:
             result = await self._run(tools, tool, call, shown)
         except anyio.get_cancelled_exc_class():
+            _ended(span, "cancelled", shown)
             await shown.cancelled()
             raise
         except StoppedForPermission as stopped:
+            _ended(span, "cancelled", shown, "no one could be asked")
             why = "Not run outside the sandbox" if stopped.for_model else "Not run"
             await shown.cancelled(f"{why}: it needs permission, and no one could be asked.")
             raise
         except TurnCancelled:
+            _ended(span, "cancelled", shown)
             await shown.cancelled()
             raise
+        _ended(span, "failed" if result.failed else "completed", shown, output=result.text())
         return ToolResult(secrets.redact_data(result.output), failed=result.failed, ends_turn=result.ends_turn)
 
     async def _run(self, tools: dict[str, Tool], tool: Tool | None, call: ToolCallRequest, shown: _Call) -> ToolResult:
@@ -135,6 +142,7 @@ class ToolExecutor:
         )
         hooks, facts = self.ctx.hooks, call_facts(tool, prepared, call.id, raw_input)
         if hooks is not None and (blocked := await hooks.before_tool(facts)) is not None:
+            shown.permission = "blocked by a before_tool hook"
             return await shown.fail(blocked, "Blocked by a before_tool hook.")
         refusal = await self._permit(prepared, raw_input, shown)
         if refusal is not None:
@@ -180,6 +188,7 @@ class ToolExecutor:
         policy = self.ctx.policy
         action = prepared.action
         verdict = policy.decide(action)
+        shown.permission = f"{'allowed' if verdict.decision == 'allow' else 'denied'}: {verdict.reason}"
         if verdict.decision == "allow":
             return None
         if verdict.decision == "deny":
@@ -214,6 +223,7 @@ class ToolExecutor:
         if answer is None:
             raise TurnCancelled
         kind = kind_of(choices, answer)  # the bridges map answers onto the choices; an id not offered rejects
+        shown.permission = f"asked: {kind}"
         rules = offered.rules(kind)
         if rules:
             await self._remember(rules, allow=kind == "allow_always")
@@ -294,6 +304,8 @@ class _Call:
         self.kind: ToolKind = "other"
         self.raw_input: Any = None
         self.preview: list[ToolCallContent] = []
+        self.permission = "not reached"
+        """How its permission went, in words (for its telemetry span)."""
 
     async def start(
         self,
@@ -343,6 +355,16 @@ class _Call:
                     await self.update(status="failed", content=note)
                 except Exception as exc:  # the client is gone: the replay log has the status all the same
                     log.debug("the final status of cancelled call %s was not sent: %s", self.call_id, exc)
+
+
+def _kind(tool: Tool | None) -> str:
+    return tool.kind if tool is not None else "other"
+
+
+def _ended(span: ToolSpan | None, status: str, shown: _Call, permission: str | None = None, output: str = "") -> None:
+    """End a call's telemetry span (when telemetry is on)."""
+    if span is not None:
+        span.end(status, permission or shown.permission, output)
 
 
 async def _nothing(content: list[ToolCallContent]) -> None:
