@@ -70,6 +70,8 @@ class RunOptions:
     """--append-system-prompt: instructions added after the agent's own, stored with the session."""
     output_schema: OutputSchema | None = None
     """--output-schema: the final answer must be JSON valid against it (the model is told after the prompt)."""
+    rewind: int | None = None
+    """--rewind N: go back to before the Nth-last prompt of the resumed session first."""
 
     def prompt_texts(self) -> list[str] | None:
         """The prompt as the model gets it, a text block each: the prompt, then the piped input in a fence (the
@@ -142,6 +144,7 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         mcp_servers=tuple(mcp_servers),
         append_system_prompt=_instructions(getattr(args, "append_system_prompt", None)),
         output_schema=_output_schema(getattr(args, "output_schema", None)),
+        rewind=_rewind(getattr(args, "rewind", None), args.continue_latest or resume is not None),
     )
 
 
@@ -154,6 +157,16 @@ def _output_schema(path: Path | None) -> OutputSchema | None:
         return load(path.expanduser())
     except SchemaProblem as exc:
         raise UsageError(f"--output-schema {exc}") from None
+
+
+def _rewind(count: int | None, resumed: bool) -> int | None:
+    if count is None:
+        return None
+    if not resumed:
+        raise UsageError("--rewind goes back in a session: give --resume ID or --continue with it")
+    if count < 1:
+        raise UsageError("--rewind N: N counts prompts back from the last one, from 1")
+    return count
 
 
 def _instructions(text: str | None) -> str | None:

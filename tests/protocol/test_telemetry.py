@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coder_agent.agent import telemetry
+from coder_agent.agent import observers
 from coder_agent.model.base import Usage
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from tests.support.otlp_collector import Collected, otlp_collector
@@ -37,11 +37,11 @@ def collector() -> Iterator[tuple[str, Collected]]:
 def fresh_telemetry(monkeypatch: pytest.MonkeyPatch, collector: tuple[str, Collected]) -> Iterator[None]:
     """Each test starts the process's telemetry afresh, for its own collector, and stops it after (while the
     collector still listens: stopping sends what is left)."""
-    monkeypatch.setattr(telemetry, "_started", None)
+    monkeypatch.setattr(observers, "_started", None)
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED"):
         monkeypatch.delenv(name, raising=False)
     yield
-    started = telemetry._started
+    started = observers._started
     if started is not None:
         started.traces.shutdown()
         started.meters.shutdown()

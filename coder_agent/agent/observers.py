@@ -1,4 +1,5 @@
-"""Telemetry for the sessions of this process: started the first time a session's config turns it on (`agent.otel`,
+"""What watches a session from outside its loop, composed when it opens (`observe`): its hooks (`session.hooks`)
+and its telemetry. Telemetry is the process's: started the first time a session's config turns it on (`agent.otel`,
 and with it OpenTelemetry, imported then and only then, off the event loop), shared by every session after it, and
 flushed when a session manager closes. Nothing here imports OpenTelemetry: an agent with telemetry off never does.
 """
@@ -11,9 +12,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from coder_agent.config import Config
 from coder_agent.config.telemetry import TelemetryConfig
+from coder_agent.session.hooks import Hooks
+from coder_agent.session.session import Session
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from coder_agent.agent.otel import OtelTelemetry
     from coder_agent.session.telemetry import Telemetry
 
@@ -27,6 +33,27 @@ MISSING = (
 
 _started: OtelTelemetry | None = None
 _lock = anyio.Lock()
+
+
+async def observe(session: Session, config: Config, tasks: TaskGroup) -> None:
+    """Give an opening session its hooks (when it has any; `notification` ones hear what the bridge asks and tells)
+    and its telemetry (when on; a notice when the packages are missing)."""
+    services, state = session.services, session.state
+    if Hooks.wanted(config.hooks, config.project_hooks):
+        services.hooks = Hooks(
+            config.hooks,
+            config.project_hooks,
+            session_id=state.id,
+            cwd=state.cwd,
+            policy=state.policy,
+            bridge=services.bridge,
+            tasks=tasks,
+            sandbox=services.sandbox,
+        )
+        services.bridge.attention = services.hooks.notify
+    services.telemetry, problem = await telemetry_for(config.telemetry)
+    if problem is not None:
+        services.notices.append(("Telemetry is off", problem))
 
 
 async def telemetry_for(config: TelemetryConfig) -> tuple[Telemetry | None, str | None]:
