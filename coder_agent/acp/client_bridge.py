@@ -9,9 +9,9 @@ sub-agent sessions (`subagent_bridge`).
 What the client did not advertise in `initialize` is never called: the bridge decides once, when the session
 opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead, and a question
 of a kind the client cannot show comes back declined, saying why. It says so once: in a notice when the local
-machine is first used, or, for a client without notices, in a thought of its own before the first turn's answer
-(its information notices are thoughts, shown apart from the answer; warnings and errors, agent messages), so the
-note never reads as part of the model's text.
+machine is first used, or, for a client without notices (whose notices are agent messages), in a message of its
+own before the first turn's answer, ended by a rule, so the note never reads as part of the model's text even in
+a client that runs messages together.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from coder_agent.protocol.base import AcpModel
 from coder_agent.protocol.content import TerminalContent, TextContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
-    AgentThoughtChunk,
     ClientCapabilities,
     CompleteElicitationNotification,
     CreateElicitationResponse,
@@ -81,6 +80,8 @@ MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
 
+ANSWER_FOLLOWS = "\n\n---\n\n"
+"""Ends the note said before the first answer: a client that runs messages together still shows where it ends."""
 FALLBACK_NOTICES = {
     "files": (
         "Files are read and written on disk, not through the editor",
@@ -145,17 +146,9 @@ class AcpClientBridge:
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
-        """A `notice` where the client shows them; otherwise a thought of its own for information (shown apart from
-        the answer, so it never reads as part of it), a short agent message for a warning or an error. None of
-        them is replayed."""
+        """A `notice` where the client shows them, otherwise a short agent message; neither is replayed."""
         if self.supports_notices:
             await self.update(NoticeUpdate(severity=severity, title=title, description=description), live_only=True)
-            return
-        if severity == "info":
-            text = f"_{title}_" + (f": {description}" if description else "")
-            await self.update(
-                AgentThoughtChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
-            )
             return
         text = f"\n\n_{title}_" + (f"\n\n{description}" if description else "") + "\n\n"
         await self.update(
@@ -171,9 +164,9 @@ class AcpClientBridge:
             return
         self._fallbacks_told.update(missing)
         lines = [f"_{FALLBACK_NOTICES[what][0]}_: {FALLBACK_NOTICES[what][1]}" for what in missing]
-        text = "\n\n".join(lines)
+        text = "\n\n".join(lines) + ANSWER_FOLLOWS
         await self.update(
-            AgentThoughtChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
+            AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
         )
 
     def _offers(self, what: str) -> bool:

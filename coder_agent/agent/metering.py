@@ -5,7 +5,8 @@ request (and a sub-agent's). When the call's usage report is in (at once, or whe
 arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending` and to each of its `bills`
 (the turn's, which its prompt response reports; a sub-agent's own, shown with its work), the conversation's
 context size is taken from it if the call was the conversation's own and still its latest, and the client
-gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`).
+gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`, and whether its window is a guess). The
+call is a span of the turn's trace when telemetry is on (`session.telemetry`).
 
 A turn awaits a pending report in the background (see `agent.turn`), a compaction or a sampling request right
 away (`model.base.settled`): either way the report is counted here.
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 USAGE_META = "coder-agent"
 """The `_meta` key of `usage_update` carrying the last call's tokens (input, cached input, cache writes, output)."""
+WINDOW_GUESSED = "contextWindowGuessed"
+"""In it, true when the window (`size`) is a guess: neither the config nor litellm knows the model's."""
 
 
 class MeteredModel:
@@ -114,31 +117,15 @@ class MeteredModel:
         """Tell the client the context's size and the session's cost (a `usage_update`), with the last call's tokens
         when there is one (after a sub-agent's calls, the parent's context with the session's new cost)."""
         ctx, spending = self.ctx, self.ctx.spending
-        window = await self.model.context_window()
-        if last_call is not None and ctx.parent_id is None:
-            await self._say_if_guessed(window)
         update = UsageUpdate(
             used=ctx.conversation.context_tokens,
-            size=window,
+            size=await self.model.context_window(),
             cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
         )
         if last_call is not None:
-            update.meta = {USAGE_META: last_call}
+            guessed = {} if await self.model.context_window_known() else {WINDOW_GUESSED: True}
+            update.meta = {USAGE_META: {**last_call, **guessed}}
         await ctx.bridge.update(update)
-
-    async def _say_if_guessed(self, window: int) -> None:
-        """Tell the user once per session and model when the context window is a guess, and how to set it."""
-        told = (self.ctx.session_id, self.name)
-        if told in _GUESSES_TOLD or await self.model.context_window_known():
-            return
-        _GUESSES_TOLD.add(told)
-        await self.ctx.bridge.notice(
-            "warning",
-            "Context window guessed",
-            f"litellm does not know the context window of {self.name}, so {window:,} tokens is assumed (compaction "
-            f"starts at {self.ctx.config.compact_threshold:.0%} of it). Set CODER_AGENT_CONTEXT_WINDOW, or "
-            "context_window in your config, to the model's real window.",
-        )
 
 
 def _timed(sink: StreamSink, span: ModelSpan) -> StreamSink:
@@ -153,7 +140,3 @@ def _timed(sink: StreamSink, span: ModelSpan) -> StreamSink:
         await sink.on_thought(delta)
 
     return StreamSink(on_text=text, on_thought=thought, on_retry=sink.on_retry)
-
-
-_GUESSES_TOLD: set[tuple[str, str]] = set()
-"""The sessions (and models) already told that their context window is a guess: once each is enough."""

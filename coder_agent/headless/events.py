@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
-from coder_agent.agent.metering import USAGE_META
+from coder_agent.agent.metering import USAGE_META, WINDOW_GUESSED
 from coder_agent.protocol.content import DiffContent, TextContent, ToolCallContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
@@ -65,6 +65,9 @@ class Usage:
     context_tokens: int = 0
     """The conversation's size after the last request."""
     context_window: int | None = None
+    context_window_guessed: bool = False
+    """Neither the config nor litellm knows the model's window: `context_window` is a guess (CODER_AGENT_CONTEXT_WINDOW
+    sets it)."""
     input_tokens: int = 0
     """Input tokens of every request (those read from the prompt cache included), as the provider counted them."""
     cached_input_tokens: int = 0
@@ -146,6 +149,7 @@ class Tally:
             self.usage.context_tokens = update.used
             self.usage.context_window = update.size
             call = (update.meta or {}).get(USAGE_META) or {}
+            self.usage.context_window_guessed = bool(call.get(WINDOW_GUESSED))
             self.usage.input_tokens += int(call.get("inputTokens") or 0)
             self.usage.cached_input_tokens += int(call.get("cachedInputTokens") or 0)
             self.usage.output_tokens += int(call.get("outputTokens") or 0)

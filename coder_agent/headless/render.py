@@ -127,6 +127,11 @@ class TextOutput:
         if usage.model_requests:
             requests = "request" if usage.model_requests == 1 else "requests"
             parts.append(f"{usage.model_requests} model {requests}, {usage.tokens:,} tokens")
+        if usage.context_window_guessed and usage.context_window:
+            parts.append(
+                f"context {usage.context_tokens:,} of {usage.context_window:,} tokens, a guess: the model's window is "
+                "not known (set CODER_AGENT_CONTEXT_WINDOW)"
+            )
         if result.cost:
             parts.append(f"${result.cost:.4f}")
         if result.files_changed:

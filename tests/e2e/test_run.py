@@ -571,17 +571,20 @@ async def test_append_system_prompt_joins_the_instructions_and_stays_with_the_se
         await run_here(tmp_path, *args, "--append-system-prompt", "  ", "hi", llm=fake_llm)
 
 
-async def test_a_guessed_context_window_is_said_once_with_how_to_set_it(
+async def test_a_guessed_context_window_is_said_in_the_usage_line_with_how_to_set_it(
     tmp_path: Path, work: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.script([Reply.tool("read_file", {"path": "main.py"}), Reply("It prints hello.")])
     ran = await run_here(tmp_path, "--cwd", str(work), "what does main.py do?", llm=fake_llm)
     assert ran.code == 0, ran.stderr
-    guess = "! Context window guessed: litellm does not know the context window of openai/fake-model, so 32,768"
-    assert ran.stderr.count(guess) == 1, ran.stderr  # two requests, one notice
-    assert "Set CODER_AGENT_CONTEXT_WINDOW, or context_window in your config" in ran.stderr
+    usage = ran.stderr.strip().splitlines()[-1]
+    assert usage.startswith("session sess_") and " · 2 model requests, " in usage
+    assert " of 32,768 tokens, a guess: the model's window is not known (set CODER_AGENT_CONTEXT_WINDOW)" in usage
 
     fake_llm.script([Reply("Still hello.")])
     env = {"CODER_AGENT_CONTEXT_WINDOW": "64000"}
-    ran = await run_here(tmp_path, "--cwd", str(work), "and now?", llm=fake_llm, env=env)
-    assert ran.code == 0 and "Context window guessed" not in ran.stderr
+    args = ["--cwd", str(work), "--output-format", "json", "and now?"]
+    ran = await run_here(tmp_path, *args, llm=fake_llm, env=env)
+    assert ran.code == 0 and "a guess" not in ran.stderr
+    assert ran.json()["usage"]["context_window"] == 64000
+    assert ran.json()["usage"]["context_window_guessed"] is False

@@ -38,7 +38,7 @@ async def test_text_blocks_are_paragraphs_and_a_link_stays_in_its_sentence(tmp_p
     assert second == "Compare [a.rs](file:///w/a.rs) with this:\n\nfn main() {}"
 
 
-async def test_a_capability_note_is_a_thought_of_its_own_before_the_answer(tmp_path: Path) -> None:
+async def test_a_capability_note_is_its_own_message_before_the_answer(tmp_path: Path) -> None:
     model = ScriptedModel(
         [Reply("I will read it.", calls=[Call("read_file", {"path": "a.txt"})]), Reply("It says hi."), Reply("Again.")]
     )
@@ -49,11 +49,10 @@ async def test_a_capability_note_is_a_thought_of_its_own_before_the_answer(tmp_p
         await client.prompt(session, "what does a.txt say?")
         await client.prompt(session, "and again?")
     said = client.agent_messages(session)
-    assert said == ["I will read it.", "It says hi.", "Again."], "nothing lands in the model's answer"
-    [note] = [u for u in client.session_updates(session, "agent_thought_chunk")]
-    text = note["content"]["text"]
-    assert text.startswith("_Files are read and written on disk, not through the editor_")
-    assert "Commands run as local processes" in text
+    assert said[0].startswith("_Files are read and written on disk, not through the editor_")
+    assert "Commands run as local processes" in said[0]
+    assert said[0].endswith("\n\n---\n\n"), "a rule ends it: a client that runs messages together shows where"
+    assert said[1:] == ["I will read it.", "It says hi.", "Again."], "nothing lands in the model's answer"
 
 
 async def test_a_client_with_notices_hears_of_the_fallback_when_it_is_used(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ async def test_text_and_thoughts_stream_to_the_client(tmp_path: Path) -> None:
     [(reply_id, reply)] = client.messages(session)[-1:]
     assert reply == "Hello there."
     assert len([u for u in client.session_updates(session, "agent_message_chunk") if u["messageId"] == reply_id]) == 4
-    assert client.session_updates(session, "agent_thought_chunk")[-1]["content"]["text"] == "Pondering."
+    assert client.session_updates(session, "agent_thought_chunk")[0]["content"]["text"] == "Pondering."
     assert client.session_updates(session, "usage_update")[-1]["used"] == 105
 
 
