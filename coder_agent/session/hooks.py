@@ -233,7 +233,7 @@ class Hooks:
             return True
         call_id = f"hooks_{uuid.uuid4().hex[:12]}"
         title = f"Run the hooks of {project.file}?"
-        content: list[ToolCallContent] = [_text(_listing(project))]
+        content: list[ToolCallContent] = [_text(_listing(project, sandboxed=self.sandbox is not None))]
         choices = [
             Choice("allow_always", "Trust them (remembered here until they change)", id=TRUST),
             Choice("reject_once", "Do not run them", id=SKIP),
@@ -262,8 +262,9 @@ class Hooks:
         return trusted
 
 
-def _listing(project: ProjectHooks) -> str:
-    lines = [f"{project.file} sets commands to run on this session's events, inside the sandbox:"]
+def _listing(project: ProjectHooks, *, sandboxed: bool) -> str:
+    where = "inside the sandbox" if sandboxed else "with your account's rights (commands cannot be sandboxed here)"
+    lines = [f"{project.file} sets commands to run on this session's events, {where}:"]
     for event in HOOK_EVENTS:
         for hook in project.hooks.of(event):
             tools = f" (for {', '.join(hook.tools)})" if hook.tools else ""

@@ -177,6 +177,8 @@ async def test_a_projects_hooks_run_once_trusted_and_are_asked_about_again_when_
     [asked] = await session("allow_always")
     text = asked["toolCall"]["content"][0]["content"]["text"]
     assert f"- session_start: `{PROJECT_HOOK.format(log=log)}`" in text, "the question names each command"
+    where = "inside the sandbox" if probe.check().available else "with your account's rights"
+    assert f"sets commands to run on this session's events, {where}" in text, "and says where they run"
     assert [o["optionId"] for o in asked["options"]] == ["trust-hooks", "skip-hooks"]
     assert log.read_text() == "ran\n"
 
