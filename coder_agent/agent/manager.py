@@ -234,7 +234,7 @@ class SessionManager:
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
-            await observers.observe(session, config, self.tasks)  # its hooks and its telemetry
+            await observers.observe(session, config)  # its language servers, hooks and telemetry
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
@@ -437,7 +437,6 @@ class SessionManager:
         async with anyio.create_task_group() as task_group:
             for session in sessions:
                 task_group.start_soon(session.aclose)
-        await observers.flush()
 
 
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:

@@ -62,6 +62,18 @@ def test_ci_run_is_made_of_steps_and_installs_what_the_tests_need() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "set -e" not in script.replace("set -uo", ""), "no step may end the run early"
     steps = re.findall(r"^step (\S+)", script, flags=re.MULTILINE)
-    assert steps == ["uv", "system-tools", "sync", "compile", "ruff", "format", "mypy", "imports", "tests", "harbor"]
+    assert steps == [
+        "uv",
+        "system-tools",
+        "sync",
+        "compile",
+        "ruff",
+        "format",
+        "mypy",
+        "imports",
+        "language-servers",
+        "tests",
+        "harbor",
+    ]
     assert "uv sync --frozen --compile-bytecode --all-extras" in script, "the extras the tests use (telemetry)"
     assert script.rstrip().endswith("summary")
