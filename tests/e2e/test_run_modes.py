@@ -15,13 +15,6 @@ from tests.support.headless import run_here
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
 async def test_the_mode_chosen_for_a_run_is_said_once_with_the_flag(
     tmp_path: Path, work: Path, fake_llm: FakeLLM
 ) -> None:

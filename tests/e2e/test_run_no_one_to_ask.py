@@ -28,13 +28,6 @@ def _write(path: Path, text: str) -> str:
     return f"python3 -c \"open('{path}', 'w').write('{text}')\""
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
 async def test_a_command_that_hit_the_walls_stops_the_run_with_advice_that_works(
     tmp_path: Path, work: Path, fake_llm: FakeLLM
 ) -> None:
