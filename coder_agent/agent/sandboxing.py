@@ -4,7 +4,7 @@ the user is told if not.
 The answer has three sources: the config (`[sandbox] enabled`), the machine (`sandbox.probe.check`, once per
 process) and the session's folders (one that holds the home folder cannot be walled). Without a sandbox a session
 is not offered the `auto` mode (one that was in it falls back to the default mode), and a notice says why once.
-The walls keep the agent's own config and session store out of reach.
+The walls keep the agent's own config, session store, state, caches and logs out of reach.
 """
 
 from __future__ import annotations
@@ -26,11 +26,23 @@ NOT_SANDBOXED = "Commands are not sandboxed in this session"
 
 
 def agent_paths(store_root: Path | None) -> tuple[Path, ...]:
-    """The agent's own config and data (sessions, undo snapshots): kept out of sandboxed commands' reach."""
-    paths = [platformdirs.user_config_path("coder-agent"), platformdirs.user_data_path("coder-agent")]
+    """The agent's own config, data (sessions, undo snapshots), state, caches and logs, and the files it logs to
+    (`--log-file`): kept out of sandboxed commands' reach (the sandbox's caches inside them are reached only by
+    their own project's commands)."""
+    app = "coder-agent"
+    paths = [
+        platformdirs.user_config_path(app),
+        platformdirs.user_data_path(app),
+        platformdirs.user_state_path(app),
+        platformdirs.user_cache_path(app),
+        platformdirs.user_log_path(app),
+    ]
     if store_root is not None:
         paths.append(store_root)
-    return tuple(paths)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and not Path(handler.baseFilename).is_relative_to("/dev"):
+            paths.append(Path(handler.baseFilename))
+    return tuple(dict.fromkeys(paths))
 
 
 async def open_sandbox(session: Session, store_root: Path | None) -> tuple[CommandSandbox | None, str | None]:
