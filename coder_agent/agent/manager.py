@@ -391,6 +391,7 @@ class SessionManager:
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     """The session's permission policy from the config's mode and rules."""
     secrets.add_key_variable(config.api_key_env)
+    secrets.let_through(config.sandbox.pass_env)
     try:
         allow = [Rule.parse(text) for text in config.permissions.allow]
         deny = [Rule.parse(text) for text in config.permissions.deny]

@@ -1,25 +1,30 @@
 """What the system prompt says about where the agent works: cwd, OS, date, git state, AGENTS.md files, skills.
 
-Git is read by running `git` (status with the branch, and the last commits: two processes at once,
-bounded in time), and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0` keeps
-`git status` from refreshing the index). This runs before every turn, so it is kept to one process's
+Git is read by running `git` through `own_git` (inside the session's walls, with config that beats the
+repository's, without secrets): the last commits while the config's program names are read, then the status with
+the branch, all bounded in time; and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0`
+keeps `git status` from refreshing the index). This runs before every turn, so it is kept to two processes'
 latency, and to none outside a repository (found on disk, as git finds it: the nearest `.git` above the
 folder). A repository git refuses to read, or no `git` at all, only leaves git out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
-import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from coder_agent import own_git
 from coder_agent.extensions import Skill, load_catalog, skills_text
+
+if TYPE_CHECKING:
+    from coder_agent.sandbox.command import CommandSandbox
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +32,7 @@ AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_CHARS = 20_000
 GIT_TIMEOUT = 5.0
 RECENT_COMMITS = 5
+STATUS = ["status", "--porcelain=v1", "--branch", "--untracked-files=normal", "--ignore-submodules=all"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +72,15 @@ class Environment:
         }
 
 
-async def describe(cwd: Path, additional_directories: list[Path]) -> Environment:
-    """Gather the environment for the system prompt; git problems only leave git out."""
+async def describe(
+    cwd: Path, additional_directories: list[Path], *, sandbox: CommandSandbox | None = None
+) -> Environment:
+    """Gather the environment for the system prompt; git problems only leave git out. `sandbox`: the session's,
+    inside whose walls git runs."""
     git_root: Path | None = None
     git: GitInfo | None = None
     with anyio.move_on_after(GIT_TIMEOUT):
-        git_root, git = await _read_git(cwd)
+        git_root, git = await _read_git(cwd, sandbox)
     catalog = await anyio.to_thread.run_sync(load_catalog, cwd)
     return Environment(
         cwd=cwd,
@@ -84,50 +93,38 @@ async def describe(cwd: Path, additional_directories: list[Path]) -> Environment
     )
 
 
-async def _read_git(cwd: Path) -> tuple[Path | None, GitInfo | None]:
-    """The repository root and its state, or (None, None) when `cwd` is not in a repository."""
-    root = _repository_root(cwd)
+async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | None, GitInfo | None]:
+    """The repository root and its state, or (None, None) when `cwd` is not in a repository (or git will not read
+    it). The log is read while the config's program names are (`own_git.blanks`), then the status with them
+    blanked: it reads the work tree, where clean filters would run."""
+    root = own_git.find_root(cwd)
     if root is None:
         return None, None
-    out: dict[str, str | None] = {}
+    out: dict[str, own_git.Ran] = {}
 
-    async def run(name: str, args: list[str]) -> None:
-        out[name] = await _git(cwd, args)
+    async def read_log() -> None:
+        with contextlib.suppress(own_git.GitFailed):
+            out["log"] = await own_git.run(
+                ["log", f"-{RECENT_COMMITS}", "--format=%H%x00%s"], root=root, cwd=cwd, sandbox=sandbox
+            )
 
+    status: own_git.Ran | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(run, "status", ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
-        group.start_soon(run, "log", ["log", f"-{RECENT_COMMITS}", "--format=%H%x00%s"])
-    status = out.get("status")
-    if status is None:
+        group.start_soon(read_log)
+        try:
+            blanked = await own_git.blanks(root, cwd, sandbox)
+            status = await own_git.run(STATUS, root=root, cwd=cwd, sandbox=sandbox, blanked=blanked)
+        except own_git.GitFailed as exc:
+            log.info("git state left out: %s", exc)
+    if status is None or not status.ok:
         return None, None
-    commits = [line.split("\0", 1) for line in (out.get("log") or "").splitlines() if "\0" in line]
-    first, _, rest = status.partition("\n")
+    found = out.get("log")
+    text = found.out.decode("utf-8", errors="replace") if found is not None and found.ok else ""
+    commits = [line.split("\0", 1) for line in text.splitlines() if "\0" in line]
+    first, _, rest = status.out.decode("utf-8", errors="replace").partition("\n")
     branch = _branch(first, commits[0][0] if commits else "")
     recent = [f"{sha[:8]} {summary}" for sha, summary in commits]
     return root, GitInfo(branch=branch, status=_summarize_status(rest), recent_commits=recent)
-
-
-def _repository_root(cwd: Path) -> Path | None:
-    """The nearest folder at or above `cwd` with a `.git` entry (as git finds it); None outside repositories.
-
-    Looked up on disk, so a folder outside any repository costs no process at all."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
-async def _git(cwd: Path, args: list[str]) -> str | None:
-    """`git args` in `cwd`: its output, or None when it fails (not a repository, no commits, no git)."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    try:
-        done = await anyio.run_process(["git", "-C", str(cwd), *args], check=False, env=env)
-    except OSError as exc:
-        log.info("could not run git: %s", exc)
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", errors="replace")
 
 
 def _branch(header: str, head_sha: str) -> str:

@@ -41,6 +41,7 @@ from coder_agent.headless import snippets
 from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
 from coder_agent.model.litellm_loader import load_litellm
+from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.walls import Unwallable, build_walls
@@ -198,7 +199,7 @@ def _ripgrep() -> Check:
     if rg is None:
         return Check("ripgrep", False, "not found: grep and glob use a slower search in Python; install ripgrep (rg)")
     try:
-        version = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=10).stdout.split("\n")[0]
+        version = run_sync([rg, "--version"], timeout=10).stdout.decode(errors="replace").split("\n")[0]
     except (OSError, subprocess.SubprocessError) as exc:
         return Check("ripgrep", False, f"{rg} does not run: {exc}")
     return Check("ripgrep", True, f"{rg} ({version.strip() or 'version unknown'})")

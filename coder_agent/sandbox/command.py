@@ -148,22 +148,29 @@ class CommandSandbox:
         return [*launcher_argv(), "--", *argv], env
 
     async def start(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        stdin: int | None = None,
+        errors: bool = True,
     ) -> PipedLeader:
-        """Start `argv` inside the walls as a local process group, its output (stdout and stderr) on a pipe;
-        `env` is the environment it gets apart from the walls' own additions, `stdin` the descriptor it reads
-        (None: /dev/null; the caller keeps and closes its own). OSError if it could not start."""
+        """Start `argv` inside the walls as a local process group, its output (stdout and stderr; with
+        `errors=False` stdout alone, stderr going to /dev/null) on a pipe; `env` is the environment it gets apart
+        from the walls' own additions, `stdin` the descriptor it reads (None: /dev/null; the caller keeps and
+        closes its own). OSError if it could not start."""
         command, extra = await self.launch(argv)
         full = {**env, **extra}
         if self.spawner is not None:
-            return await self.spawner.spawn(argv, cwd, full, stdin=stdin)
+            return await self.spawner.spawn(argv, cwd, full, stdin=stdin, errors=errors)
         return await spawn_group(
             command,
             cwd=cwd,
             env=full,
             stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if errors else subprocess.DEVNULL,
         )
 
     def guard(self) -> CommandGuard:
