@@ -13,24 +13,15 @@ import logging
 from pathlib import Path
 
 import anyio
-import platformdirs
 
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
-from coder_agent.sandbox.walls import Unwallable
+from coder_agent.sandbox.walls import Unwallable, agent_paths
 from coder_agent.session.session import Session
 
 log = logging.getLogger(__name__)
 
 NOT_SANDBOXED = "Commands are not sandboxed in this session"
-
-
-def agent_paths(store_root: Path | None) -> tuple[Path, ...]:
-    """The agent's own config and data (sessions, undo snapshots): kept out of sandboxed commands' reach."""
-    paths = [platformdirs.user_config_path("coder-agent"), platformdirs.user_data_path("coder-agent")]
-    if store_root is not None:
-        paths.append(store_root)
-    return tuple(paths)
 
 
 async def open_sandbox(session: Session, store_root: Path | None) -> tuple[CommandSandbox | None, str | None]:

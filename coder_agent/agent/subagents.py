@@ -233,7 +233,9 @@ def _outcome(view: ChildView, stop: StopReason, max_steps: int) -> Delegated:
 
 
 async def _system_prompt(ctx: TurnContext, name: str, explore: bool) -> str:
-    env = await workspace.describe(ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox)
+    env = await workspace.describe(
+        ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox, refuse=ctx.reading_refused
+    )
     walls = ctx.sandbox.walls.describe() if ctx.sandbox is not None else None
     return prompts.render("subagent.md", **env.template_values(), agent=name, explore=explore, sandbox=walls)
 

@@ -168,4 +168,6 @@ def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
 
 
 async def _describe(ctx: TurnContext) -> workspace.Environment:
-    return await workspace.describe(ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox)
+    return await workspace.describe(
+        ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox, refuse=ctx.reading_refused
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import logging
 import platform
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from coder_agent import own_git
+from coder_agent import nofollow, own_git
 from coder_agent.extensions import Skill, load_catalog, skills_text
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_CHARS = 20_000
+MAX_AGENTS_BYTES = 1_000_000
+"""An AGENTS.md bigger than this is not read at all (the first `MAX_AGENTS_CHARS` of a smaller one are kept)."""
 GIT_TIMEOUT = 5.0
 RECENT_COMMITS = 5
 STATUS = ["status", "--porcelain=v1", "--branch", "--untracked-files=normal", "--ignore-submodules=all"]
@@ -73,22 +76,28 @@ class Environment:
 
 
 async def describe(
-    cwd: Path, additional_directories: list[Path], *, sandbox: CommandSandbox | None = None
+    cwd: Path,
+    additional_directories: list[Path],
+    *,
+    sandbox: CommandSandbox | None = None,
+    refuse: nofollow.Refuse | None = None,
 ) -> Environment:
     """Gather the environment for the system prompt; git problems only leave git out. `sandbox`: the session's,
-    inside whose walls git runs."""
+    inside whose walls git runs; `refuse`: why a file of the workspace must not be read (`_agents_files`)."""
     git_root: Path | None = None
     git: GitInfo | None = None
     with anyio.move_on_after(GIT_TIMEOUT):
         git_root, git = await _read_git(cwd, sandbox)
-    catalog = await anyio.to_thread.run_sync(load_catalog, cwd)
+    catalog = await anyio.to_thread.run_sync(functools.partial(load_catalog, cwd, refuse=refuse))
+    roots = (cwd, *additional_directories)
+    agents = await anyio.to_thread.run_sync(_agents_files, cwd, git_root, roots, refuse)
     return Environment(
         cwd=cwd,
         additional_directories=additional_directories,
         os_name=f"{platform.system()} {platform.release()}".strip(),
         date=datetime.date.today().isoformat(),
         git=git,
-        agents_files=_agents_files(cwd, git_root),
+        agents_files=agents,
         skills=catalog.skills,
     )
 
@@ -151,19 +160,38 @@ def _summarize_status(porcelain: str) -> str:
     return ", ".join(parts) if parts else "clean"
 
 
-def _agents_files(cwd: Path, git_root: Path | None) -> list[AgentsFile]:
-    """AGENTS.md files from the repository root (or cwd) down to cwd, outermost first."""
+def _agents_files(
+    cwd: Path, git_root: Path | None, roots: tuple[Path, ...], refuse: nofollow.Refuse | None
+) -> list[AgentsFile]:
+    """AGENTS.md files from the repository root (or cwd) down to cwd, outermost first, read as a file tool reads
+    (`nofollow.read_confined`): one that leads out of the session's folders and the repository, or that `refuse`
+    names, is left out (and logged once), never followed."""
     top = git_root if git_root is not None and cwd.is_relative_to(git_root) else cwd
     chain = [cwd, *cwd.parents]
     folders = list(reversed(chain[: chain.index(top) + 1])) if top in chain else [cwd]
+    within = (*roots, top)
     found = []
     for folder in folders:
         path = folder / AGENTS_FILE
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            data = nofollow.read_confined(path, within, limit=MAX_AGENTS_BYTES, refuse=refuse)
+        except nofollow.Refused as exc:
+            _refused_once(path, str(exc))
+            continue
         except OSError:
             continue
+        text = data.decode("utf-8", errors="replace")
         if len(text) > MAX_AGENTS_CHARS:
             text = text[:MAX_AGENTS_CHARS] + "\n[… truncated …]"
         found.append(AgentsFile(path=str(path), text=text.strip()))
     return found
+
+
+_told: set[tuple[Path, str]] = set()
+
+
+def _refused_once(path: Path, why: str) -> None:
+    """One log line per file and reason in this process (the environment is gathered every turn)."""
+    if (path, why) not in _told:
+        _told.add((path, why))
+        log.warning("%s left out of the instructions: %s", path, why)

@@ -27,7 +27,6 @@ from rich.text import Text
 from coder_agent import __version__, secrets
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.model_runner import ModelRunner
-from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.config import (
     CONFIG_ENV_VAR,
     CliOverrides,
@@ -44,7 +43,7 @@ from coder_agent.model.litellm_loader import load_litellm
 from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.walls import Unwallable, build_walls
+from coder_agent.sandbox.walls import Unwallable, agent_paths, build_walls
 from coder_agent.store import default_root
 from coder_agent.tools.search.ripgrep import find_rg
 

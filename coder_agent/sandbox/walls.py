@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import platformdirs
+
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
 from coder_agent.sandbox.spec import Spec
 
@@ -153,12 +155,7 @@ def build_walls(
             )
     missing: list[str] = []
     extra = _existing(settings.writable, home, missing)
-    allowed = {_expand(p, home) for p in settings.allow_read}
-    defaults = [p for p in DEFAULT_DENY_READ if _expand(p, home) not in allowed]
-    denied = [Path(os.path.realpath(_expand(p, home))) for p in defaults]
-    denied += _kept_out(settings.deny_read, home, missing)
-    denied += [Path(os.path.realpath(p)) for p in agent_paths]
-    kept = tuple(dict.fromkeys(denied))  # those that do not exist yet too: one made later stays out of reach
+    kept = kept_out_paths(settings, agent_paths, home=home, missing=missing)
     return Walls(
         roots=resolved,
         temp=Path(os.path.realpath(temp)),
@@ -173,6 +170,33 @@ def build_walls(
         max_file_bytes=settings.max_file_mb << 20,
         missing=tuple(missing),
     )
+
+
+def agent_paths(store_root: Path | None = None) -> tuple[Path, ...]:
+    """The agent's own config and data (sessions, undo snapshots): kept out of sandboxed commands' reach."""
+    paths = [platformdirs.user_config_path("coder-agent"), platformdirs.user_data_path("coder-agent")]
+    if store_root is not None:
+        paths.append(store_root)
+    return tuple(paths)
+
+
+def kept_out_paths(
+    settings: SandboxConfig,
+    agent_paths: tuple[Path, ...] = (),
+    *,
+    home: Path | None = None,
+    missing: list[str] | None = None,
+) -> tuple[Path, ...]:
+    """The paths kept out of reach (resolved), whether they exist yet or not (one made later stays out of reach):
+    the defaults less `allow_read`, `deny_read`, and the agent's own paths. A configured path that is not absolute
+    goes to `missing`. Also what the agent itself does not read on its own in a session without walls."""
+    home = (home or Path.home()).resolve()
+    allowed = {_expand(p, home) for p in settings.allow_read}
+    defaults = [p for p in DEFAULT_DENY_READ if _expand(p, home) not in allowed]
+    denied = [Path(os.path.realpath(_expand(p, home))) for p in defaults]
+    denied += _kept_out(settings.deny_read, home, missing if missing is not None else [])
+    denied += [Path(os.path.realpath(p)) for p in agent_paths]
+    return tuple(dict.fromkeys(denied))
 
 
 def _expand(raw: str, home: Path) -> Path:
