@@ -47,7 +47,7 @@ class Trap:
     def program(self, label: str) -> str:
         label = label.replace("/", "_").replace(":", "_")
         path = self.folder / "bin" / label
-        path.write_text(f"#!/bin/sh\nenv > \"{self.folder}/{label}.ran\"\nexit 0\n")
+        path.write_text(f'#!/bin/sh\nenv > "{self.folder}/{label}.ran"\nexit 0\n')
         path.chmod(0o755)
         return str(path)
 

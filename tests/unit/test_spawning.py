@@ -21,11 +21,9 @@ SPAWNING = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
     "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
     "anyio": {"run_process", "open_process"},
-    "os": {
-        "system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "startfile",
-        "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe",
-        "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
-    },  # fmt: skip
+    "os": {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "startfile"}
+    | {f"exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {f"spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")},
     "pty": {"fork", "spawn"},
     "multiprocessing": {"Process", "Pool", "get_context"},
 }
