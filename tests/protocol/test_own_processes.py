@@ -1,0 +1,286 @@
+"""The agent is not the way out: what a sandboxed command or a cloned repository writes never makes the agent's own
+next step (a turn after the planting, `session/new` in a crafted clone) run a program or hand over a secret.
+
+Each planting is shown live first: a plain `git status` run by the test springs the trap (a program that writes
+down its environment, which holds the agent's keys), so the check that the agent's next turn springs nothing is
+not vacuous. Then secrets other than model keys (`GH_TOKEN`, `GITHUB_TOKEN`, `NPM_TOKEN`, a URL with a password)
+are looked for where the agent's children could see them: a sandboxed command's environment (locally and in the
+editor's terminal), an unsandboxed one's, an MCP server's, the agent's own git's. And `AGENTS.md` made a symlink to
+a kept-out file, or to one a deny rule names, never reaches the model. The scripted model drives real tools, real
+walls, real git, under the conftest's temporary HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
+from coder_agent.sandbox import probe
+from tests.protocol.test_mcp import stdio_server
+from tests.support.scripted_agent import scripted_agent, tool_agent
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not probe.check().available, reason=f"no sandbox here: {probe.check().reason}"),
+]
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-own-processes-0123456789",
+    "GH_TOKEN": "ghp_own_processes_0123456789",
+    "GITHUB_TOKEN": "ghs_own_processes_0123456789",
+    "NPM_TOKEN": "npm_own_processes_0123456789",
+    "PIP_INDEX_URL": "https://user:p4ss-own-processes@pypi.example.com/simple",
+}
+IDENTITY = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"]
+
+
+@pytest.fixture(autouse=True)
+def agent_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+
+
+def plain_git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """git as the user runs it in their terminal (the control), with the agent's secrets in its environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(["git", *IDENTITY, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+class Trap:
+    """A program that writes down its environment wherever it can: outside the workspace (it ran outside the
+    walls) and inside it (it ran at all)."""
+
+    def __init__(self, tmp_path: Path, work: Path) -> None:
+        self.outside = tmp_path / "trap"
+        self.outside.mkdir()
+        self.inside = work
+        self.program = self.outside / "program"
+        self.program.write_text(
+            f'#!/bin/sh\nenv > "{self.outside}/ran.env" 2>/dev/null\nenv > "{work}/trap-ran.env" 2>/dev/null\nexit 0\n'
+        )
+        self.program.chmod(0o755)
+
+    def sprung(self) -> list[Path]:
+        return [p for p in (self.outside / "ran.env", self.inside / "trap-ran.env") if p.exists()]
+
+    def leaked_key(self) -> bool:
+        return any(SECRETS["OPENAI_API_KEY"] in p.read_text() for p in self.sprung())
+
+    def reset(self) -> None:
+        for path in self.sprung():
+            path.unlink()
+
+
+def commit_all(repo: Path) -> None:
+    plain_git("add", "-A", cwd=repo)
+    plain_git("commit", "-qm", "work", cwd=repo)
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    plain_git("init", "-q", "-b", "main", cwd=path)
+    (path / "README.md").write_text("hello\n")
+    commit_all(path)
+    return path
+
+
+async def wait_for_file(path: Path) -> None:
+    """Until a background job has made `path` (nothing to wait on but the disk)."""
+    with anyio.fail_after(60):
+        while not await anyio.Path(path).exists():
+            await anyio.sleep(0.02)
+
+
+def quoted(path: Path) -> str:
+    return shlex.quote(str(path))
+
+
+async def plant_then_next_turn(
+    tmp_path: Path, planting: str, *, background: bool = False, repo: bool = False, cwd: str = "", ready: str = ""
+) -> tuple[Trap, ScriptedModel]:
+    """In `auto` mode, a sandboxed command (a job with `background`) plants `planting` (with `{program}` the trap);
+    the plant is shown live with a plain `git status` in the session folder; then the agent's next turn runs.
+    `repo`: the workspace is a repository from the start (its `.git/config` protected); `cwd`: the session's folder
+    under it; `ready`: a file the job makes once the plant is in place."""
+    work = tmp_path / "work"
+    if repo:
+        make_repo(work)
+    session_folder = work / cwd if cwd else work
+    session_folder.mkdir(parents=True, exist_ok=True)
+    trap = Trap(tmp_path, session_folder)
+    command = planting.format(program=quoted(trap.program))
+    call = Call("run_command", {"command": command, "background": background})
+    model = ScriptedModel([Reply(calls=[call]), Reply("planted"), Reply("the next turn")])
+    async with tool_agent(tmp_path, model, mode="auto", terminal=False, open_session=False) as (client, editor, _, _):
+        session = await client.new_session(str(session_folder))
+        assert await client.prompt(session, "plant it") == "end_turn"
+        if ready:
+            await wait_for_file(session_folder / ready)
+        assert not editor.permission_requests, json.dumps(editor.permission_requests)[-1500:]  # inside, unasked
+        plain_git("status", cwd=session_folder)
+        assert trap.sprung() and trap.leaked_key(), f"the plant did not take: {model.last_request.messages[-1]}"
+        trap.reset()
+        assert await client.prompt(session, "go on") == "end_turn"
+    return trap, model
+
+
+async def test_fsmonitor_in_a_repository_a_command_made_runs_nothing_next_turn(tmp_path: Path) -> None:
+    trap, _ = await plant_then_next_turn(
+        tmp_path, "git init -q && git config core.fsmonitor {program} && echo x > f && git add f"
+    )
+    assert trap.sprung() == []
+
+
+async def test_fsmonitor_in_config_worktree_runs_nothing_next_turn(tmp_path: Path) -> None:
+    trap, _ = await plant_then_next_turn(
+        tmp_path,
+        "git init -q && git config extensions.worktreeConfig true && git config --worktree core.fsmonitor {program}",
+    )
+    assert trap.sprung() == []
+
+
+async def test_commondir_rewritten_by_a_running_job_runs_nothing_next_turn(tmp_path: Path) -> None:
+    trap, _ = await plant_then_next_turn(
+        tmp_path,
+        "git init -q && git init -q --bare evil && git -C evil config core.fsmonitor {program} "
+        "&& printf '../evil\\n' > .git/commondir && touch planted && sleep 600",
+        background=True,
+        ready="planted",
+    )
+    assert trap.sprung() == []
+
+
+async def test_a_nested_repository_behind_a_gitlink_runs_nothing_next_turn(tmp_path: Path) -> None:
+    trap, _ = await plant_then_next_turn(
+        tmp_path,
+        "git init -q sub && git -C sub config user.name T && git -C sub config user.email t@example.com "
+        "&& echo x > sub/f && git -C sub add f && git -C sub commit -qm s && echo dirty > sub/f && git add sub "
+        "&& git -C sub config core.fsmonitor {program}",
+        repo=True,
+    )
+    assert trap.sprung() == []
+
+
+async def test_a_bare_layout_a_command_made_in_the_session_folder_runs_nothing_next_turn(tmp_path: Path) -> None:
+    trap, model = await plant_then_next_turn(
+        tmp_path,
+        "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\trepositoryformatversion = 0"
+        "\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = %s\\n' {program} > config",
+        repo=True,
+        cwd="pkg",
+    )
+    assert trap.sprung() == []
+
+
+@pytest.mark.parametrize("walls", [True, False], ids=["with-walls", "without-walls"])
+async def test_session_new_in_a_clone_that_commits_a_bare_layout_runs_nothing(tmp_path: Path, walls: bool) -> None:
+    upstream = make_repo(tmp_path / "upstream")
+    pkg = upstream / "pkg"
+    for folder in ("objects", "refs"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / ".keep").write_text("")
+    (pkg / "HEAD").write_text("ref: refs/heads/main\n")
+    trap = Trap(tmp_path, tmp_path / "work")
+    (pkg / "config").write_text(
+        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = {trap.program}\n"
+    )
+    commit_all(upstream)
+    (tmp_path / "work").mkdir()
+    clone = tmp_path / "work" / "clone"
+    plain_git("clone", "-q", str(upstream), str(clone), cwd=tmp_path)
+    plain_git("status", cwd=clone / "pkg")
+    assert trap.sprung(), "the committed layout does not work as a repository"
+    trap.reset()
+    model = ScriptedModel([Reply("hello")])
+    sandbox = {} if walls else {"enabled": False}
+    async with scripted_agent(tmp_path, model, open_session=False, sandbox=sandbox) as (client, _, _):
+        session = await client.new_session(str(clone / "pkg"))
+        await client.prompt(session, "hi")  # no tool call: the system prompt and the turn's environment only
+    assert trap.sprung() == []
+
+
+@pytest.mark.parametrize("how", ["kept-out", "deny-rule"])
+async def test_agents_md_leading_to_a_secret_never_reaches_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """AGENTS.md made a symlink to `~/.ssh/id_rsa` in a session under a home folder that is a repository (so the
+    repository contains the key: only the kept-out list stops it), or to a `.env` a `read:` deny rule names."""
+    secret = "-----BEGIN OPENSSH PRIVATE KEY----- own-processes-secret"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    make_repo(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    if how == "kept-out":
+        (tmp_path / ".ssh").mkdir()
+        target = tmp_path / ".ssh" / "id_rsa"
+        fields: dict[str, Any] = {}
+    else:
+        target = work / ".env"
+        fields = {"permissions": {"deny": ["read:.env"]}}
+    target.write_text(secret + "\n")
+    (work / "AGENTS.md").symlink_to(target)
+    (tmp_path / "AGENTS.md").write_text("Real instructions.\n")  # the repository's, above the session folder
+    model = ScriptedModel([Reply("ok")])
+    async with tool_agent(tmp_path, model, **fields) as (client, _, session, _):
+        await client.prompt(session, "hi")
+    sent = json.dumps(model.last_request.messages)
+    assert "Real instructions." in sent and "own-processes-secret" not in sent
+
+
+# ---- secrets other than model keys ------------------------------------------------------------------------------
+
+
+def assert_no_secret(env_dump: str, *, blank_ok: bool = False) -> None:
+    env = dict(line.split("=", 1) for line in env_dump.splitlines() if "=" in line)
+    for name, value in SECRETS.items():
+        assert all(value not in seen for seen in env.values()), name
+        assert name not in env or (blank_ok and env[name] == ""), name
+
+
+@pytest.mark.parametrize("where", ["sandboxed-local", "sandboxed-editor-terminal", "unsandboxed-local"])
+async def test_commands_get_no_token(tmp_path: Path, where: str) -> None:
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "env > env.txt"})]), Reply("ok")])
+    options: dict[str, Any] = {"mode": "auto", "terminal": where == "sandboxed-editor-terminal"}
+    if where == "unsandboxed-local":
+        options = {"mode": "full-auto", "terminal": False, "sandbox": {"enabled": False}}
+    async with tool_agent(tmp_path, model, **options) as (client, _, session, work):
+        await client.prompt(session, "env")
+    assert_no_secret((work / "env.txt").read_text(), blank_ok=where == "sandboxed-editor-terminal")
+
+
+async def test_a_stdio_mcp_server_gets_no_token(tmp_path: Path) -> None:
+    calls = [Call("mcp__local__env_var", {"name": name}, id=f"c{i}") for i, name in enumerate(SECRETS)]
+    model = ScriptedModel([Reply(calls=calls), Reply("ok")])
+    async with tool_agent(tmp_path, model, open_session=False) as (client, _, _, work):
+        session = (
+            await client.request("session/new", {"cwd": str(work), "mcpServers": [stdio_server("local", "basic")]})
+        )["sessionId"]
+        await client.prompt(session, "env", timeout=60)
+    results = [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
+    assert len(results) == len(SECRETS) and all("<unset>" in str(result) for result in results), results
+
+
+@pytest.mark.parametrize("walls", [True, False], ids=["with-walls", "without-walls"])
+async def test_the_agents_own_git_gets_no_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walls: bool) -> None:
+    """A `git` first on PATH, outside the workspace, writes down the environment each turn's git reads give it."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "git").write_text('#!/bin/sh\nenv > "$GIT_WORK_TREE/git-env-$$.txt"\n')
+    (fake_bin / "git").chmod(0o755)
+    make_repo(tmp_path / "work")
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    sandbox = {} if walls else {"enabled": False}
+    async with scripted_agent(tmp_path, ScriptedModel([Reply("ok")]), sandbox=sandbox) as (client, session, _):
+        await client.prompt(session, "hi")
+    dumps = sorted((tmp_path / "work").glob("git-env-*.txt"))
+    assert dumps, "the agent ran no git"
+    for dump in dumps:
+        assert_no_secret(dump.read_text())
