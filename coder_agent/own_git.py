@@ -28,17 +28,18 @@ the agent runs for itself goes through here, and here alone:
   `GIT_NO_REPLACE_OBJECTS` (a `refs/replace/` ref cannot swap a snapshot), `GIT_OPTIONAL_LOCKS=0`,
   `GIT_TERMINAL_PROMPT=0`, `LC_ALL=C`; `--no-pager`. `git` itself is looked up on the absolute entries of PATH
   outside the repository (a `git` planted in a project's `.venv/bin` is never run).
-* **Where.** `run` (async) runs inside the session's walls when it has them (`CommandSandbox.start`, the fork
+* **Where.** `run` (async) runs inside the session's walls when given its sandbox (`CommandSandbox.start`, the fork
   server: nothing kept out is readable, no network, writes only to the session's folders), else as a local process
-  group; `run_sync` (the blob store's, from worker threads) runs outside the walls: its commands read neither the
-  index nor the work tree (no fsmonitor, attributes or filters), run no hook and reach no transport, and the object
-  database may lie outside the walls' writable folders (a session in a subfolder of a repository).
+  group; `run_sync` (the blob store's, from worker threads) runs outside the walls. The per-turn reads
+  (`agent/workspace.py`) put only the `status` inside: it alone reads the work tree, where a driver added to the
+  config between `blanks()` and the status (by a command running meanwhile) could run; the config listing and the
+  log read config files and the object database, and with the overrides run nothing. The blob store's commands
+  read neither the index nor the work tree either (no fsmonitor, attributes or filters), run no hook and reach no
+  transport, and the object database may lie outside the walls' writable folders (a session in a subfolder of a
+  repository).
 
 The user's own config files (global, system) are read as git reads them: they hold `safe.directory`, excludes and
-the settings that make `status` say what the user's own `git status` says; the overrides beat them too. The one
-gap: `blanks()` and the command after it read the config twice, so a command running meanwhile (a background job)
-could add a driver between the two reads; that can only happen inside the walls, where the git it would trick runs
-too.
+the settings that make `status` say what the user's own `git status` says; the overrides beat them too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the system prompt says about where the agent works: cwd, OS, date, git state, AGENTS.md files, skills.
 
-Git is read by running `git` through `own_git` (inside the session's walls, with config that beats the
-repository's, without secrets): the last commits while the config's program names are read, then the status with
-the branch, all bounded in time; and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0`
+Git is read by running `git` through `own_git` (with config that beats the repository's, without secrets): the
+last commits while the config's program names are read, then the status with the branch inside the session's walls,
+all bounded in time; and only ever read: no index, branch or stash is touched (`GIT_OPTIONAL_LOCKS=0`
 keeps `git status` from refreshing the index). This runs before every turn, so it is kept to two processes'
 latency, and to none outside a repository (found on disk, as git finds it: the nearest `.git` above the
 folder). A repository git refuses to read, or no `git` at all, only leaves git out.
@@ -104,8 +104,10 @@ async def describe(
 
 async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | None, GitInfo | None]:
     """The repository root and its state, or (None, None) when `cwd` is not in a repository (or git will not read
-    it). The log is read while the config's program names are (`own_git.blanks`), then the status with them
-    blanked: it reads the work tree, where clean filters would run."""
+    it). The log and the config's program names (`own_git.blanks`) are read at once, outside the walls: they read
+    only config files and the object database, and with `own_git`'s overrides run nothing. The status, which reads
+    the work tree (where a clean filter a config names would run), comes next with those names blanked, inside the
+    session's walls when it has them: a command running meanwhile could add a name between the two reads."""
     root = own_git.find_root(cwd)
     if root is None:
         return None, None
@@ -114,14 +116,14 @@ async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | N
     async def read_log() -> None:
         with contextlib.suppress(own_git.GitFailed):
             out["log"] = await own_git.run(
-                ["log", f"-{RECENT_COMMITS}", "--format=%H%x00%s"], root=root, cwd=cwd, sandbox=sandbox
+                ["log", f"-{RECENT_COMMITS}", "--format=%H%x00%s"], root=root, cwd=cwd, sandbox=None
             )
 
     status: own_git.Ran | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(read_log)
         try:
-            blanked = await own_git.blanks(root, cwd, sandbox)
+            blanked = await own_git.blanks(root, cwd, None)
             status = await own_git.run(STATUS, root=root, cwd=cwd, sandbox=sandbox, blanked=blanked)
         except own_git.GitFailed as exc:
             log.info("git state left out: %s", exc)

@@ -270,10 +270,14 @@ async def test_a_stdio_mcp_server_gets_no_token(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("walls", [True, False], ids=["with-walls", "without-walls"])
 async def test_the_agents_own_git_gets_no_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walls: bool) -> None:
-    """A `git` first on PATH, outside the workspace, writes down the environment each turn's git reads give it."""
-    fake_bin = tmp_path / "bin"
+    """A `git` first on PATH, outside the workspace, writes down the environment each turn's git reads give it, and
+    tries to leave a mark outside the workspace: the status, run inside the walls where there are walls, cannot."""
+    fake_bin, outside = tmp_path / "bin", tmp_path / "outside"
     fake_bin.mkdir()
-    (fake_bin / "git").write_text('#!/bin/sh\nenv > "$GIT_WORK_TREE/git-env-$$.txt"\n')
+    outside.mkdir()
+    (fake_bin / "git").write_text(
+        f'#!/bin/sh\nenv > "$GIT_WORK_TREE/git-env-$$.txt"\ntouch "{outside}/$2" 2>/dev/null\nexit 0\n'
+    )
     (fake_bin / "git").chmod(0o755)
     make_repo(tmp_path / "work")
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
@@ -281,6 +285,8 @@ async def test_the_agents_own_git_gets_no_token(tmp_path: Path, monkeypatch: pyt
     async with scripted_agent(tmp_path, ScriptedModel([Reply("ok")]), sandbox=sandbox) as (client, session, _):
         await client.prompt(session, "hi")
     dumps = sorted((tmp_path / "work").glob("git-env-*.txt"))
-    assert dumps, "the agent ran no git"
+    assert len(dumps) >= 3, "the agent ran no git"  # config, log, status
     for dump in dumps:
         assert_no_secret(dump.read_text())
+    marks = {path.name for path in outside.iterdir()}
+    assert {"config", "log"} <= marks and ("status" in marks) != walls, marks
