@@ -44,6 +44,7 @@ the settings that make `status` say what the user's own `git status` says; the o
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -148,8 +149,13 @@ def find_root(cwd: Path) -> Path | None:
 def program(root: Path) -> str:
     """The `git` to run: the first on PATH's absolute entries that is not inside `root`; "git" when there is none
     (starting it then fails, as git being missing does)."""
-    real_root = os.path.realpath(root)
-    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+    return _program(os.environ.get("PATH", os.defpath), os.path.realpath(root))
+
+
+@functools.lru_cache(maxsize=64)
+def _program(path: str, real_root: str) -> str:
+    """Cached: a `git` found outside the repository stays outside it (a command cannot write there)."""
+    for entry in path.split(os.pathsep):
         if not os.path.isabs(entry):
             continue
         found = shutil.which("git", path=entry)
@@ -157,7 +163,7 @@ def program(root: Path) -> str:
             continue
         real = os.path.realpath(found)
         if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
-            log.warning("not running %s for the agent's own git: it lies inside the repository %s", found, root)
+            log.warning("not running %s for the agent's own git: it lies inside the repository %s", found, real_root)
             continue
         return found
     return "git"

@@ -45,10 +45,10 @@ API_KEY_ENV_VAR = "CODER_AGENT_API_KEY"
 KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_", "VERTEX_AI_", "WATSONX_",
                 "DATABRICKS_", "GOOGLE_CLOUD_CREDENTIALS", "GOOGLE_APPLICATION_CREDENTIALS")  # fmt: skip
 """Prefixes of variables removed whole: providers read several of each (keys, tokens, profiles, endpoints)."""
-SECRET_NAME = re.compile(
-    r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|(?:^|_)AUTH(?:$|_)|_PWD$", re.IGNORECASE
-)
-"""A name that says its value is a secret (see the module docstring)."""
+SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "COOKIE")
+"""A name holding one of these (in any case) says its value is a secret; so does `AUTH` as a word, and `_PWD` at
+the end (`secret_name`)."""
+_AUTH_WORD = re.compile(r"(?:^|_)AUTH(?:$|_)")
 BENIGN_NAMES = frozenset(
     {"KEYTIMEOUT", "TOKENIZERS_PARALLELISM", "PYTHON_KEYRING_BACKEND", "PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER"}
 )
@@ -90,9 +90,19 @@ def is_secret(name: str, value: str) -> bool:
     `pass_env` says."""
     if is_key_variable(name):
         return True
-    if name not in BENIGN_NAMES and SECRET_NAME.search(name):
+    if name not in BENIGN_NAMES and secret_name(name):
         return True
     return "://" in value and CREDENTIALS_IN_URL.search(value) is not None
+
+
+def secret_name(name: str) -> bool:
+    """Whether the name says its value is a secret (`SECRET_WORDS`, `AUTH` as a word, `_PWD` at the end)."""
+    upper = name.upper()
+    return (
+        any(word in upper for word in SECRET_WORDS)
+        or upper.endswith("_PWD")
+        or ("AUTH" in upper and _AUTH_WORD.search(upper) is not None)
+    )
 
 
 def kept_from_children(name: str, value: str) -> bool:
