@@ -139,11 +139,11 @@ def read_confined(path: Path, within: Sequence[Path], *, limit: int, refuse: Ref
     real = Path(os.path.realpath(path))
     if not any(real.is_relative_to(os.path.realpath(folder)) for folder in within):
         raise Refused(f"it leads out of {_folders(within)} (to {real}) through a symlink")
+    if not real.parent.is_dir() or not os.path.lexists(real):
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
     why = refuse(real) if refuse is not None else None
     if why is not None:
         raise Refused(why)
-    if not real.parent.is_dir():
-        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
     with open_file(real) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
