@@ -181,6 +181,12 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         help="continue the session with this id (or the start of it); without one, pick it on the terminal",
     )
     run.add_argument(
+        "--rewind",
+        metavar="N",
+        type=int,
+        help="with --resume or --continue: first go back to before the Nth-last prompt (files and conversation)",
+    )
+    run.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
     )
     run.add_argument(

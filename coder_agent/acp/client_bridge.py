@@ -38,6 +38,7 @@ from coder_agent.protocol.schema import (
     CompleteElicitationNotification,
     CreateElicitationResponse,
     CreateTerminalResponse,
+    CursorUpdate,
     FormElicitation,
     NoticeSeverity,
     NoticeUpdate,
@@ -50,6 +51,7 @@ from coder_agent.protocol.schema import (
     TerminalOutputResponse,
     ToolCallUpdate,
     UrlElicitation,
+    WakeUpdate,
     new_message_id,
 )
 from coder_agent.sandbox.command import CommandSandbox
@@ -97,6 +99,10 @@ class Peer(Protocol):
     async def notify(self, method: str, params: Any) -> None: ...
 
 
+WAKE_METHOD = "_session/wake"
+"""Told to clients that advertise `_meta.wake` when the agent starts a turn itself, and when that turn ends."""
+
+
 class AcpClientBridge:
     """The editor, as one session sees it."""
 
@@ -125,6 +131,14 @@ class AcpClientBridge:
         if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
             return
         if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
+            return
+        if isinstance(update, CursorUpdate) and not self.capabilities.shows_cursors:
+            return
+        if isinstance(update, WakeUpdate):
+            if self.capabilities.hears_wakes:
+                params = {"sessionId": self.session_id, **update.wire()}
+                params.pop("sessionUpdate", None)
+                await self._peer.notify(WAKE_METHOD, params)
             return
         await self._peer.notify("session/update", {"sessionId": self.session_id, "update": update.wire()})
 

@@ -33,6 +33,18 @@ ENV_AUTH_METHOD = {
 STEERING_METHOD = "_session/steering"
 """The steering extension of Claude's adapter and codex-acp, advertised as they do: `_meta.steering.supported`."""
 STEERING_META = {"steering": {"supported": True}}
+REWIND_METHODS = ("_session/rewind", "_session/rewind_points")
+REWIND_META = {
+    "methods": list(REWIND_METHODS),
+    "modes": ["files", "conversation", "both"],
+    "dryRun": True,
+    "editPrompt": True,
+    "cursors": True,
+}
+"""`_session/rewind` as claude-agent-acp's PR #966 names it, with session cursors and edit-and-resubmit (`prompt`)."""
+INJECT_METHODS = ("_session/inject", "_session/revoke_inject", "_session/replace_inject")
+INJECT_META = {"modes": ["queue", "steer"], "pending": {"replace": True}}
+"""Messages for after the running turn or into it, withdrawn or replaced while pending (the v2 draft's shape)."""
 
 
 def agent_capabilities() -> dict[str, Any]:
@@ -51,7 +63,7 @@ def agent_capabilities() -> dict[str, Any]:
             "fork": {"atMessageId": True},
             "systemPrompt": {"mode": {"override": {}}},
         },
-        "_meta": {"sandbox": declared(_user_config())},
+        "_meta": {"sandbox": declared(_user_config()), "rewind": REWIND_META, "inject": INJECT_META},
     }
 
 

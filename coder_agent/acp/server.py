@@ -5,12 +5,16 @@ Each method validates its params with the pydantic models in `protocol.schema` (
 It keeps the client's capabilities from `initialize` (answered by `acp.handshake`) and gives each
 session its `AcpClientBridge`. What happens after the response (announcing commands, replays) is ordered by
 the connection (`FollowedBy`), never by waiting. Besides ACP's methods (the unstable `session/fork` among them)
-it answers the `_session/steering` extension of Claude's adapter and codex-acp.
+it answers the `_session/steering` extension of Claude's adapter and codex-acp, and rewinds (`_session/rewind` and
+`_session/rewind_points`, the names of claude-agent-acp's PR #966, taking the cursors of `cursor_update` too) and
+messages queued for after the running turn (`_session/inject`, `_session/revoke_inject`, `_session/replace_inject`:
+the v2 draft's shape).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
 from coder_agent.acp.presentation import mode_state, turn_usage
+from coder_agent.agent import queueing
 from coder_agent.agent.manager import SessionManager
 from coder_agent.errors import InvalidParams, MethodNotFound, RpcError
 from coder_agent.permissions import MODES
@@ -28,15 +33,18 @@ from coder_agent.protocol.schema import (
     CancelNotification,
     ClientCapabilities,
     ForkSessionRequest,
+    InjectRequest,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
+    PendingMessageRequest,
     PromptRequest,
     PromptResponse,
     ResumeSessionRequest,
+    RewindRequest,
     SessionInfo,
     SessionRequest,
     SetSessionConfigOptionRequest,
@@ -49,7 +57,9 @@ from coder_agent.protocol.schema import (
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.options import session_options
+from coder_agent.session.rewind import rewind_points
 from coder_agent.session.session import Session
+from coder_agent.session.turn_runner import TurnReport
 from coder_agent.store import InvalidCursor
 
 log = logging.getLogger(__name__)
@@ -57,6 +67,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Any], Awaitable[Any]]
 
 STEERING_METHOD = handshake.STEERING_METHOD
+REWIND_METHOD, REWIND_POINTS_METHOD = handshake.REWIND_METHODS
+INJECT_METHOD, REVOKE_METHOD, REPLACE_METHOD = handshake.INJECT_METHODS
+MESSAGE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 SYSTEM_PROMPT_MODES = ("append", "override")
 """The `systemPrompt` modes this agent takes (advertised in `initialize`); any other is refused."""
 
@@ -81,6 +94,11 @@ class AcpServer:
             "session/close": self.close_session,
             "session/delete": self.delete_session,
             STEERING_METHOD: self.steer,
+            REWIND_METHOD: self.rewind,
+            REWIND_POINTS_METHOD: self.rewind_points,
+            INJECT_METHOD: self.inject,
+            REVOKE_METHOD: self.revoke_inject,
+            REPLACE_METHOD: self.replace_inject,
         }
 
     # ---- Dispatcher -----------------------------------------------------------------------------
@@ -134,7 +152,8 @@ class AcpServer:
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
         subagents = self.client_capabilities.subagents is not None
-        for child, event in session.state.replay.replayed(compaction=compaction, subagents=subagents):
+        cursors = set(session.state.conversation.cursors) if self.client_capabilities.shows_cursors else None
+        for child, event in session.state.replay.replayed(compaction=compaction, subagents=subagents, cursors=cursors):
             await self.peer.notify("session/update", {"sessionId": child or session.id, "update": event})
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
@@ -152,7 +171,14 @@ class AcpServer:
         cwd, extra = _folders(request.cwd, request.additional_directories)
         addition = _addition(request.system_prompt)
         session = await self.manager.fork(
-            request.session_id, cwd, extra, request.mcp_servers, self._client, request.message_id, addition
+            request.session_id,
+            cwd,
+            extra,
+            request.mcp_servers,
+            self._client,
+            request.message_id,
+            addition,
+            request.cursor_id,
         )
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
@@ -188,7 +214,7 @@ class AcpServer:
     async def prompt(self, params: Any) -> FollowedBy:
         request = PromptRequest.model_validate(params)
         session = self.manager.get(request.session_id)
-        report = await self.manager.prompt(session, request.prompt)
+        report = await self.manager.prompt(session, request.prompt, TurnReport(**_client_message_id(request.meta)))
         response = PromptResponse(
             stop_reason=report.stop_reason, user_message_id=report.user_message_id, usage=turn_usage(report.spent)
         )
@@ -209,6 +235,55 @@ class AcpServer:
             response = SteeringResponse(outcome="promptRequired", reason="noRunningTurn")
         return response.wire()
 
+    async def rewind(self, params: Any) -> dict[str, Any]:
+        """`_session/rewind`: back to a cursor (or to before a user message), the files, the conversation or both;
+        with `prompt`, the edited message is sent from there and the answer comes when its turn ends."""
+        request = RewindRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        outcome = await self.manager.rewind(
+            session,
+            (request.cursor_id, request.message_id),
+            request.mode,
+            dry_run=request.dry_run,
+            on_conflict=request.on_conflict,
+        )
+        answer = outcome.wire()
+        if request.prompt and outcome.rewound:
+            report = await self.manager.prompt(session, request.prompt)
+            answer.update(stopReason=report.stop_reason, userMessageId=report.user_message_id)
+            await self.manager.prompt_answered(session)
+        return answer
+
+    async def rewind_points(self, params: Any) -> dict[str, Any]:
+        """`_session/rewind_points`: the user messages the session can go back to before, oldest first."""
+        session = self.manager.get(SessionRequest.model_validate(params).session_id)
+        return {"points": rewind_points(session)}
+
+    async def inject(self, params: Any) -> dict[str, Any]:
+        """`_session/inject`: the v2 draft's shape (`mode`, `content`): answered once accepted, with its message's id;
+        the steering extension's shape (`prompt`) is `_session/steering` by another name."""
+        if isinstance(params, dict) and "prompt" in params and "content" not in params:
+            return await self.steer(params)
+        request = InjectRequest.model_validate(params)
+        session = self.manager.get(request.session_id)
+        manager = self.manager
+        message_id = await queueing.inject(manager.tasks, manager.prompt, session, request.mode, request.content)
+        return {"messageId": message_id}
+
+    async def revoke_inject(self, params: Any) -> dict[str, Any]:
+        """`_session/revoke_inject`: withdraw a pending message (retrying a revoke succeeds)."""
+        request = PendingMessageRequest.model_validate(params)
+        queueing.revoke(self.manager.get(request.session_id), request.message_id)
+        return {}
+
+    async def replace_inject(self, params: Any) -> dict[str, Any]:
+        """`_session/replace_inject`: new content for a pending message, same id and place."""
+        request = PendingMessageRequest.model_validate(params)
+        if not request.content:
+            raise InvalidParams("Invalid params: content: give the message's new content")
+        queueing.replace(self.manager.get(request.session_id), request.message_id, request.content)
+        return {"messageId": request.message_id}
+
     async def set_mode(self, params: Any) -> dict[str, Any]:
         request = SetSessionModeRequest.model_validate(params)
         session = self.manager.get(request.session_id)
@@ -227,6 +302,15 @@ class AcpServer:
 
     def _client(self, session_id: str) -> AcpClientBridge:
         return AcpClientBridge(self.peer, self.client_capabilities, session_id)
+
+
+def _client_message_id(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A prompt's `_meta.messageId` (the id a client that rewinds, such as the Zed patch, gave the message) as its
+    user message's id, where it is a plausible id; otherwise the agent makes one."""
+    value = (meta or {}).get("messageId")
+    if isinstance(value, str) and MESSAGE_ID.fullmatch(value):
+        return {"user_message_id": value}
+    return {}
 
 
 def _session_state(session: Session) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.options import session_options
+from coder_agent.session.rewind import current_reader, rewind_command
 from coder_agent.session.session import Session
 
 
@@ -310,6 +311,11 @@ async def _mcp(ctx: CommandContext, arguments: str) -> StopReason:
     return "end_turn"
 
 
+async def _rewind(ctx: CommandContext, arguments: str) -> StopReason:
+    await ctx.say(await rewind_command(ctx.session, arguments))
+    return "end_turn"
+
+
 async def _undo(ctx: CommandContext, arguments: str) -> StopReason:
     await ctx.say(await undo(ctx.session))
     return "end_turn"
@@ -355,15 +361,8 @@ def permissions_command(session: Session, arguments: str) -> str:
 async def undo(session: Session) -> str:
     """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
     bridge, checkpoints, files = session.services.bridge, session.state.checkpoints, session.services.files
-
-    async def read_current(path: Path) -> str | None:
-        try:
-            return await bridge.read_text_file(path) if await anyio.Path(path).exists() else None
-        except BridgeError:
-            return None
-
     try:
-        plan = await checkpoints.undo_last(read_current)
+        plan = await checkpoints.undo_last(current_reader(session))
     except CheckpointError as exc:
         return f"Undo failed: {exc}\n"
     if plan is None:
@@ -382,6 +381,7 @@ async def undo(session: Session) -> str:
     except (BridgeError, OSError) as exc:
         checkpoints.put_back(plan.checkpoint)
         return f"Undo stopped: {exc}\n" + "\n".join(lines) + "\n"
+    session.state.checkpoints_undone()
     warning = ""
     if plan.changed_since:
         changed = ", ".join(f"`{p}`" for p in plan.changed_since)
@@ -451,6 +451,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear", "Start a fresh context in this session (the model forgets the conversation)", None, _clear),
     Command("context", "Show what fills the context window, and the cost so far", None, _context),
     Command("undo", "Restore the files the agent changed in its last turn", None, _undo),
+    Command(
+        "rewind",
+        "Go back to before one of the last prompts (files and conversation)",
+        "[N] [files|conversation]",
+        _rewind,
+    ),
     Command("init", "Look at the project and write an AGENTS.md for it", None, _init),
     Command(
         "permissions", "List the permission rules; revoke one or clear them", "revoke <rule> | clear", _permissions

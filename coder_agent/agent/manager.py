@@ -25,11 +25,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, sandboxing, system_prompt
+from coder_agent.agent import commands, sandboxing, system_prompt, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.errors import InternalError, InvalidParams, RequestCancelled, ResourceNotFound, RpcError
+from coder_agent.errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    RequestCancelled,
+    ResourceNotFound,
+    RpcError,
+)
 from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
@@ -39,6 +46,7 @@ from coder_agent.protocol.schema import (
     McpServer,
     StopReason,
 )
+from coder_agent.session import rewind as rewinding
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.fork import ForkPointUnknown, fork_record
@@ -62,8 +70,6 @@ from coder_agent.store import (
 log = logging.getLogger(__name__)
 
 MCP_CONNECT_TIMEOUT = 20.0
-LAST_OUTPUT_CHARS = 400
-"""The end of a job's output shown in the notice of its end."""
 
 ClientFactory = Callable[[str], ClientBridge]
 
@@ -140,10 +146,11 @@ class SessionManager:
         client: ClientFactory,
         message_id: str | None = None,
         addition: SystemPromptAddition | None = None,
+        cursor_id: str | None = None,
     ) -> Session:
-        """A new session with the history of `source_id` (open here, as it is now, or stored), whole or up to and
-        including `message_id`, and the undo checkpoints up to there (their blobs its own); saved at once.
-        InvalidParams if the session cannot be forked at that message. The source is left as it was."""
+        """A new session with the history of `source_id` (open here, as it is now, or stored), whole, up to and
+        including `message_id`, or up to the cursor `cursor_id`, and the undo checkpoints up to there (their blobs its
+        own); saved at once. InvalidParams if the session cannot be forked there. The source is left as it was."""
         source = self.sessions.get(source_id)
         if source is not None:
             record, checkpoints = source.state.to_record(), source.state.checkpoints
@@ -152,9 +159,11 @@ class SessionManager:
             checkpoints = Checkpoints(Path(record.cwd), session_id=source_id)
         session_id = f"sess_{uuid.uuid4().hex}"
         try:
-            forked = fork_record(record, session_id, message_id)
+            forked = fork_record(record, session_id, message_id, cursor_id)
         except ForkPointUnknown as exc:
-            raise InvalidParams(f"Invalid params: messageId: {exc}", {"messageId": message_id}) from None
+            field = "cursorId" if cursor_id is not None else "messageId"
+            value = cursor_id if cursor_id is not None else message_id
+            raise InvalidParams(f"Invalid params: {field}: {exc}", {field: value}) from None
         session = await self._open(session_id, cwd, additional_directories, mcp_servers, client(session_id), forked)
         state = session.state
         await state.checkpoints.copy_blobs_from(checkpoints)
@@ -221,7 +230,7 @@ class SessionManager:
             notices=[("The project config was left out", problem) for problem in problems],
         )
         session = Session(state, services)
-        services.jobs.on_end = _job_ended(session)
+        services.jobs.on_end = _job_ended(wake.Starter(self.tasks, self.runner), session)
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
@@ -269,18 +278,59 @@ class SessionManager:
         return session
 
     async def prompt(
-        self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport | None = None
+        self,
+        session: Session,
+        prompt: Sequence[ContentBlock],
+        report: TurnReport | None = None,
+        ready: Callable[[], bool] | None = None,
     ) -> TurnReport:
         """Run the prompt's turn (after any before it); its report (`report`, if given: it is filled in as the turn
-        goes, so it holds what was spent even if the caller is cancelled), stop reason included."""
+        goes, so it holds what was spent even if the caller is cancelled), stop reason included. `ready` is asked
+        when its place comes: False, and it does not run (a queued message revoked meanwhile)."""
         report = report or TurnReport()
 
         async def turn() -> StopReason:
+            if ready is not None and not ready():
+                return "end_turn"
             await self.announce_commands(session)  # a command file added since is there for the next prompt
-            return await self.runner.run_turn(session, prompt, report)
+            await rewinding.announce(session, session.state.cursor_here("before", report.user_message_id))
+            try:
+                return await self.runner.run_turn(session, prompt, report)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await rewinding.announce_after_turn(session)
 
-        report.stop_reason = await session.run_turn(turn)
+        report.stop_reason = await session.run_turn(turn, by_user=report.by_user)
+        await wake.turn_ended(wake.Starter(self.tasks, self.runner), session)
         return report
+
+    async def rewind(
+        self,
+        session: Session,
+        point: tuple[str | None, str | None],
+        mode: rewinding.Mode,
+        *,
+        dry_run: bool = False,
+        on_conflict: rewinding.OnConflict = "ask",
+    ) -> rewinding.Rewound:
+        """Go back to a cursor, or to before a user message (`point`: cursor id, message id), in place; a dry run
+        changes nothing and leaves the running turn alone, a real one cancels it first. InvalidParams for an
+        unknown point, InvalidRequest when it cannot be carried out."""
+        outcome: rewinding.Rewound | None = None
+
+        async def job() -> None:
+            nonlocal outcome
+            cursor = rewinding.find_cursor(session, *point)
+            outcome = await rewinding.rewind(session, cursor, mode, dry_run=dry_run, on_conflict=on_conflict)
+
+        try:
+            await (job() if dry_run else session.between_turns(job))
+        except rewinding.RewindFailed as exc:
+            raise InvalidRequest(str(exc)) from None
+        assert outcome is not None
+        if outcome.rewound:
+            await session.flush()
+        return outcome
 
     async def announce_commands(self, session: Session, *, always: bool = False) -> extensions.Catalog:
         """Tell the client the session's slash commands when they changed (or `always`); the commands and skills
@@ -428,17 +478,12 @@ async def _prepare(session: Session) -> None:
         log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
 
 
-def _job_ended(session: Session) -> Callable[[Job], Awaitable[None]]:
-    """A job that ends while no turn runs is a notice (during a turn, the model is told after its next tool call;
-    either way the next environment update lists it)."""
+def _job_ended(manager: wake.Starter, session: Session) -> Callable[[Job], Awaitable[None]]:
+    """A job that ends while no turn runs is a notice, or a turn of the session's own (`agent.wake`); during a turn,
+    the model is told after its next tool call (either way the next environment update lists it)."""
 
     async def tell(job: Job) -> None:
-        if session.turn_running:
-            return
-        tail = job.handle.output.tail(LAST_OUTPUT_CHARS).strip()
-        shown = f"\n\n```\n{tail}\n```" if tail else ""
-        description = f"The model is told at your next message; its output is kept.{shown}"
-        await session.services.bridge.notice("info", f"Background {job.label} {job.state()}", description)
+        await wake.job_ended(manager, session, job)
 
     return tell
 

@@ -97,7 +97,11 @@ class ModelRunner:
         turn = self._model_turn(session, report)
         ctx = turn.ctx
         for block in prompt:
-            ctx.bridge.record(UserMessageChunk(content=block, message_id=report.user_message_id))
+            chunk = UserMessageChunk(content=block, message_id=report.user_message_id)
+            if report.show_prompt:
+                await ctx.bridge.update(chunk)
+            else:
+                ctx.bridge.record(chunk)
         command = commands.parse(prompt)
         if command is not None:
             try:

@@ -7,6 +7,10 @@ back, what to delete, and which files changed since the agent's edit. It writes 
 through the editor. Blobs the history no longer needs are released as checkpoints leave it (`BlobStore.retain`).
 A forked session's recorder takes its history's blobs from the session it was forked from (`copy_blobs_from`),
 so each keeps its own: an undo in one, or deleting one, never releases what the other needs.
+
+A rewind (`session.rewind`) goes back over several turns at once: `plan_restore` plans putting back the files of a
+list of checkpoints (each file as it was before the oldest of them changed it), and `keep` holds on to the blobs of
+checkpoints that left the history but may come back (the session before a rewind, which can be undone).
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class Checkpoints:
         self.cwd = cwd
         self.session_id = session_id or uuid.uuid4().hex
         self.history: list[TurnCheckpoint] = []
+        self.kept: list[TurnCheckpoint] = []
+        """Checkpoints out of the history whose blobs are still needed (a rewind's state before, see `keep`)."""
         self._store = store
         self._data_dir = data_dir
         self._turn: _OpenTurn | None = None
@@ -170,13 +176,44 @@ class Checkpoints:
             await self._retain(self._live_blobs())
             return UndoPlan(checkpoint, tuple(restores))
 
+    async def keep(self, checkpoints: list[TurnCheckpoint]) -> None:
+        """Hold on to the blobs of these checkpoints besides the history's (replacing those held before)."""
+        async with self._lock:
+            self.kept = list(checkpoints)
+            await self._retain(self._live_blobs())
+
+    async def plan_restore(
+        self, checkpoints: list[TurnCheckpoint], read_current: ReadCurrent | None = None
+    ) -> list[FileRestore]:
+        """Plan putting back every file these checkpoints (oldest first) changed, as it was before the first of them
+        changed it; `changed_since` flags a file that differs from what the last of them left. Writes nothing.
+        Raises CheckpointError if a snapshot cannot be read back."""
+        first: dict[str, FileSnapshot] = {}
+        last: dict[str, FileSnapshot] = {}
+        for checkpoint in checkpoints:
+            for snapshot in checkpoint.files:
+                first.setdefault(snapshot.path, snapshot)
+                last[snapshot.path] = snapshot
+        snapshots = list(first.values())
+        async with self._lock:
+            before = await anyio.to_thread.run_sync(self._read_blobs, snapshots)
+        restores = []
+        for snapshot, data in zip(snapshots, before, strict=True):
+            after = last[snapshot.path].after
+            now = await (read_current or _read_disk)(Path(snapshot.path))
+            now_bytes = _encode(now) if isinstance(now, str) else now
+            changed = after is not None and (now_bytes is None or _digest(now_bytes) != after)
+            text = None if data is None else data.decode("utf-8", errors="surrogateescape")
+            restores.append(FileRestore(snapshot.path, text, changed))
+        return restores
+
     # --- internals ---
 
     def _key(self, path: Path) -> str:
         return os.path.abspath(self.cwd / path)
 
     def _live_blobs(self) -> set[str]:
-        turns: Iterable[Iterable[FileSnapshot]] = [c.files for c in self.history]
+        turns: Iterable[Iterable[FileSnapshot]] = [c.files for c in [*self.history, *self.kept]]
         if self._turn is not None:
             turns = [*turns, self._turn.files.values()]
         return {s.blob for files in turns for s in files if s.blob is not None}

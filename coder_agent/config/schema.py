@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from coder_agent.config.wake import WakeConfig
 from coder_agent.permissions.modes import ModeName
 from coder_agent.sandbox.settings import SandboxConfig
 
@@ -175,6 +176,9 @@ class Config(BaseModel):
 
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """How commands are contained: the walls around them, their network, their limits."""
+
+    wake: WakeConfig = Field(default_factory=WakeConfig)
+    """What a session does when background work ends while no turn runs (`auto_continue` and its bounds)."""
 
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     """Sub-agents (`task`): how many at once, their step and time limits, their models."""

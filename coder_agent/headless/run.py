@@ -32,6 +32,7 @@ from anyio.abc import TaskGroup
 from rich.console import Console
 from rich.text import Text
 
+from coder_agent.agent import wake
 from coder_agent.errors import InvalidParams, ResourceNotFound, RpcError
 from coder_agent.headless import sessions
 from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
@@ -43,6 +44,7 @@ from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.protocol.content import TextContent
 from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
 from coder_agent.secrets import redact
+from coder_agent.session import rewind as rewinding
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.turn_runner import TurnReport
@@ -186,13 +188,28 @@ async def _work(
         }
     )
     await manager.ready(session)
+    if options.rewind is not None:
+        await _rewind(manager, session, options.rewind)
     prompt = options.prompt_text()
     run.report = TurnReport()
-    if prompt is None:
+    if prompt is None and options.rewind is None:
         await manager.resume(session, run.report)
-    else:
+    elif prompt is not None:
         await manager.prompt(session, [TextContent(text=prompt)], run.report)
     run.stop_reason = run.report.stop_reason
+    if saved.continues_alone:
+        await wake.settle(session, saved.config.wake.run_wait)  # background jobs may wake it
+
+
+async def _rewind(manager: SessionManager, session: Session, count: int) -> None:
+    """--rewind N: back to before the Nth-last prompt, files and conversation (a file changed since is kept)."""
+    points = rewinding.turn_cursors(session)
+    if count > len(points):
+        raise InvalidParams(f"--rewind {count}: the session has {len(points)} prompt(s) to go back over")
+    outcome = await manager.rewind(session, (points[-count].id, None), "both", on_conflict="keep")
+    kept = ", ".join(outcome.conflicts)
+    note = f" Kept as they are (changed since the agent's edit): {kept}." if kept else ""
+    await session.services.bridge.notice("info", f"Rewound to before prompt {count} back", note.strip() or None)
 
 
 async def _open(
@@ -261,6 +278,8 @@ def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) ->
         updates["model"] = options.model
     if options.max_turns is not None:
         updates["max_turn_requests"] = options.max_turns
+    if "auto_continue" not in saved.config.wake.model_fields_set:  # on in a run, unless the config says otherwise
+        updates["wake"] = saved.config.wake.model_copy(update={"auto_continue": True})
     if updates:
         config = saved.config.model_copy(update=updates)
         manager.runner.check(config)

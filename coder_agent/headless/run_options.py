@@ -65,6 +65,8 @@ class RunOptions:
     """What came on stdin next to a prompt argument (added to the prompt), or how the wait for it ended."""
     append_system_prompt: str | None = None
     """--append-system-prompt: instructions added after the agent's own, stored with the session."""
+    rewind: int | None = None
+    """--rewind N: go back to before the Nth-last prompt of the resumed session first."""
 
     def prompt_text(self) -> str | None:
         """The prompt as the model gets it: with the piped input after it, in a fence."""
@@ -127,7 +129,18 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         add_dirs=add_dirs,
         mcp_servers=tuple(mcp_servers),
         append_system_prompt=_instructions(getattr(args, "append_system_prompt", None)),
+        rewind=_rewind(getattr(args, "rewind", None), args.continue_latest or resume is not None),
     )
+
+
+def _rewind(count: int | None, resumed: bool) -> int | None:
+    if count is None:
+        return None
+    if not resumed:
+        raise UsageError("--rewind goes back in a session: give --resume ID or --continue with it")
+    if count < 1:
+        raise UsageError("--rewind N: N counts prompts back from the last one, from 1")
+    return count
 
 
 def _instructions(text: str | None) -> str | None:

@@ -69,6 +69,8 @@ class ClientSessionCapabilities(_Lenient):
     compaction: dict[str, Any] | None = None
     notices: dict[str, Any] | None = None
     config_options: ConfigOptionsCapabilities | None = None
+    cursors: dict[str, Any] | None = None
+    """`cursor_update`s are shown (RFD "Session Cursors")."""
 
 
 class ElicitationCapabilities(_Lenient):
@@ -93,6 +95,21 @@ class ClientCapabilities(_Lenient):
     @property
     def shows_plan_documents(self) -> bool:
         return self.plan is not None or self.plan_capabilities is not None
+
+    @property
+    def shows_cursors(self) -> bool:
+        """`session.cursors` (the RFD's name), or `_meta.cursors` (a client patch that cannot change the schema)."""
+        return (self.session is not None and self.session.cursors is not None) or _meta_flag(self.meta, "cursors")
+
+    @property
+    def hears_wakes(self) -> bool:
+        """`_meta.wake`: the client takes `_session/wake` notifications (a turn the agent starts itself)."""
+        return _meta_flag(self.meta, "wake")
+
+
+def _meta_flag(meta: dict[str, Any] | None, name: str) -> bool:
+    value = (meta or {}).get(name)
+    return value is True or isinstance(value, dict)
 
 
 class PromptCapabilities(AcpModel):
@@ -260,6 +277,8 @@ class ResumeSessionRequest(AcpModel):
 
 
 class ForkSessionRequest(ResumeSessionRequest):
+    cursor_id: str | None = None
+    """A cursor (`cursor_update`) whose `capabilities` name `session/fork`: the fork holds what was before it."""
     """`session/fork` (unstable): a new session from another's history, whole or up to a message (`messageId`,
     the RFD session-fork-at-message: inclusive)."""
 
@@ -319,6 +338,35 @@ class PromptResponse(AcpModel):
 
 class CancelNotification(SessionRequest):
     pass
+
+
+class RewindRequest(SessionRequest):
+    """`_session/rewind` (the shape of claude-agent-acp's PR #966, with a cursor): go back to a cursor (or to before a
+    user message), the files, the conversation or both; `dryRun` only says what would change; `prompt` sends a new
+    message from there in the same step (edit and resubmit)."""
+
+    cursor_id: str | None = None
+    message_id: str | None = None
+    mode: Literal["files", "conversation", "both"] = "files"
+    dry_run: StrictBool = False
+    on_conflict: Literal["ask", "overwrite", "keep"] = "ask"
+    """Files changed since the agent's last edit: `ask` (do nothing, say which), `overwrite` them, or `keep` them."""
+    prompt: list[ContentBlock] | None = None
+
+
+class InjectRequest(SessionRequest):
+    """`_session/inject` in the v2 draft's shape (RFD "Mid-turn input: queue and steer"): a message for after the
+    running turn (`queue`) or for its next model request (`steer`), answered as soon as it is accepted."""
+
+    mode: Literal["queue", "steer"]
+    content: list[ContentBlock] = Field(min_length=1)
+
+
+class PendingMessageRequest(SessionRequest):
+    """`_session/revoke_inject` and `_session/replace_inject`: a pending message, by the id its inject got."""
+
+    message_id: str
+    content: list[ContentBlock] | None = None
 
 
 class SteeringRequest(SessionRequest):
@@ -522,6 +570,36 @@ class PlanDocumentUpdate(AcpModel):
     plan: MarkdownPlan
 
 
+class CursorAnchor(AcpModel):
+    """Where a cursor stands: before or after a message (`messageId`) or a tool call (`toolCallId`)."""
+
+    position: Literal["before", "after"]
+    message_id: str | None = None
+    tool_call_id: str | None = None
+
+
+class CursorUpdate(AcpModel):
+    """Announces a point of the session that methods can take (RFD "Session Cursors"): an opaque `cursorId`, its
+    anchor, and the methods that accept it; only for clients that show cursors."""
+
+    session_update: Literal["cursor_update"] = "cursor_update"
+    cursor_id: str
+    anchor: CursorAnchor
+    capabilities: list[str]
+
+
+class WakeUpdate(AcpModel):
+    """Not a `session/update`: the agent starts a turn itself (`running`, with the synthetic user message's id and
+    why) or that turn ended (`idle`, with its stop reason). `AcpClientBridge` sends it as the `_session/wake`
+    notification to clients that advertise `_meta.wake` (the v2 draft's `state_update`, in v1); others never see it."""
+
+    session_update: Literal["_wake"] = "_wake"
+    state: Literal["running", "idle"]
+    message_id: str | None = None
+    reason: dict[str, Any] | None = None
+    stop_reason: StopReason | None = None
+
+
 SessionUpdate = (
     UserMessageChunk
     | AgentMessageChunk
@@ -539,6 +617,8 @@ SessionUpdate = (
     | NoticeUpdate
     | SubagentUpdate
     | PlanDocumentUpdate
+    | CursorUpdate
+    | WakeUpdate
 )
 
 # ---- agent -> client ----------------------------------------------------------------------------

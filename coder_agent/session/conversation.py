@@ -11,7 +11,8 @@ came first) no longer describes it.
 The conversation also keeps a `Mark` for each message the client was shown (by its `messageId`): how much of
 the history it ends, and the turn it belongs to. That is where `session/fork` can cut the conversation at a
 message. The marks go with the history they point into: a compaction or `/clear` drops them (those messages
-can no longer be forked at), and a cut moves the marks beyond it back to it.
+can no longer be forked at), and a cut moves the marks beyond it back to it. The session's cursors
+(`session.cursors`) live here too, for the same reason: they point into this history.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coder_agent.model.base import Message, Usage
+from coder_agent.session import cursors as cursor_rules
 from coder_agent.session.call_repair import answer_pending_calls
+from coder_agent.session.cursors import Cursor
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class Conversation:
     """Model calls counted so far (not stored): a usage report counts for the context only if it is the latest."""
     marks: dict[str, Mark] = field(default_factory=dict)
     """Message id -> where it ends, in the order the messages were first shown."""
+    cursors: dict[str, Cursor] = field(default_factory=dict)
+    """Cursor id -> the point of the session it stands for, in the order they were made."""
 
     # ---- the history ----------------------------------------------------------------------------
 
@@ -91,6 +96,23 @@ class Conversation:
         for message_id, mark in self.marks.items():
             if mark.end > start:
                 self.marks[message_id] = Mark(start, mark.turn)
+        for cursor_id in [key for key, c in self.cursors.items() if not c.stash and c.messages > start]:
+            del self.cursors[cursor_id]
+
+    def add_cursor(self, cursor: Cursor) -> None:
+        self.cursors[cursor.id] = cursor
+
+    def checkpoints_left(self, count: int) -> None:
+        """Undo checkpoints were taken back (`/undo`): `count` are left, and no cursor counts more."""
+        cursor_rules.clamp(self.cursors, count)
+
+    def take_back(self, messages: list[Message], marks: dict[str, Mark], cursors: dict[str, Cursor]) -> None:
+        """The history of an earlier point (a rewind): its messages, marks and cursors; measured again next call."""
+        self.messages[:] = messages
+        self.marks = dict(marks)
+        self.cursors = dict(cursors)
+        self.context_tokens = 0
+        self.calls += 1
 
     def mark(self, message_id: str, turn: str | None) -> None:
         """The message `message_id` ends here (shown now, or complete now: a later mark of it moves it)."""
@@ -113,6 +135,7 @@ class Conversation:
         self.context_tokens = 0
         self.calls += 1  # a usage report still on its way describes the context before the compaction
         self.marks.clear()
+        self.cursors.clear()
         self.restart_prompt()
 
     def clear(self) -> None:
@@ -121,6 +144,7 @@ class Conversation:
         self.context_tokens = 0
         self.calls += 1
         self.marks.clear()
+        self.cursors.clear()
         self.restart_prompt()
 
     # ---- the system prompt and the environment --------------------------------------------------

@@ -1,5 +1,6 @@
 """A session's config options (`configOptions`): mode, model and reasoning effort, and for clients that show
-boolean options (`session.configOptions.boolean`) auto-compaction — built and applied.
+boolean options (`session.configOptions.boolean`) auto-compaction and auto-continue (a turn of the agent's own when a
+background job ends: `agent.wake`) — built and applied.
 
 Editors draw their mode and model pickers from these; `session/set_config_option` and `session/set_mode`
 come here, and the caller sends `config_option_update` (and `current_mode_update`) when a value changed. A select
@@ -20,6 +21,7 @@ from coder_agent.session.state import SessionState
 EFFORTS: tuple[str, ...] = get_args(ReasoningEffort)
 DEFAULT_EFFORT = "default"
 AUTO_COMPACT = "auto_compact"
+AUTO_CONTINUE = "auto_continue"
 
 
 def mode_config_option(current: str, sandboxed: bool) -> SessionConfigOption:
@@ -81,6 +83,17 @@ def config_options(state: SessionState, *, booleans: bool = False) -> list[Confi
                 current_value=state.auto_compact,
             )
         )
+        options.append(
+            BooleanConfigOption(
+                id=AUTO_CONTINUE,
+                name="Auto-continue",
+                description=(
+                    "When a background job ends while the agent is idle, it starts a turn itself to act on the result "
+                    f"(at most {state.config.wake.max_per_hour} an hour); off, you get a notice."
+                ),
+                current_value=state.continues_alone,
+            )
+        )
     return options
 
 
@@ -95,7 +108,10 @@ def apply_option(state: SessionState, config_id: str, value: str | bool, *, bool
             raise InvalidParams(f"Invalid params: value: {config_id} is a boolean option; send true or false")
         if option.current_value == value:
             return False
-        state.set_auto_compact(value)
+        if config_id == AUTO_CONTINUE:
+            state.set_auto_continue(value)
+        else:
+            state.set_auto_compact(value)
         return True
     if not isinstance(value, str):
         raise InvalidParams(f"Invalid params: value: {config_id} takes one of its value ids, not a boolean")

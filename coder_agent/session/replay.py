@@ -13,6 +13,10 @@ A client that does not show compactions (`session.compaction`) is replayed a sho
 each entry (`replayed`), whose `messageId` is the compaction's id. A log stored before chunks carried ids gets
 them when it is loaded (one per merged chunk), so every replayed chunk names its message.
 
+Cursors (`session.cursors`) are recorded as their `cursor_update`s, whether or not the client shows them; a replay
+gives a client that shows them those of the cursors the session still has, and others none. A rewind cuts the log
+(`cut`) where its cursor stands.
+
 Sub-agent sessions (RFD "Subagent Sessions") share their parent's log: their `subagent_update`s are the parent's
 own events, and each update of a sub-agent's session is recorded with its session id under `SESSION_KEY`
 (`for_child`), merged only with its own. They are replayed, with their session ids, to clients that show sub-agent
@@ -22,7 +26,7 @@ agent stopped meanwhile) is ended as `disconnected` when the log is repaired, af
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +35,7 @@ from coder_agent.session.call_repair import fail_open_calls
 
 COMPACTION, SUMMARY_CHUNK = "compaction_update", "compaction_summary_chunk"
 SUBAGENT = "subagent_update"
+CURSOR = "cursor_update"
 SESSION_KEY = "_sessionId"
 """On an event of a sub-agent's session: its session id (the parent's own events carry none)."""
 TERMINAL_STATES = frozenset({"completed", "failed", "cancelled", "disconnected"})
@@ -45,6 +50,7 @@ REPLAYED = frozenset(
         "plan",
         COMPACTION,
         SUMMARY_CHUNK,
+        CURSOR,
     }
 )
 CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
@@ -127,12 +133,21 @@ def fail_open_compactions(events: list[dict[str, Any]]) -> int:
 
 
 def replayed(
-    events: list[dict[str, Any]], *, compaction: bool, subagents: bool = False
+    events: list[dict[str, Any]],
+    *,
+    compaction: bool,
+    subagents: bool = False,
+    cursors: Collection[str] | None = None,
 ) -> Iterator[tuple[str | None, dict[str, Any]]]:
     """The log as a client is replayed it, each event with the sub-agent session it belongs to (None: the session's
     own): compaction entries as they are where the client shows them, otherwise a short agent message (a failed one
-    says why; a cancelled one is left out); sub-agent sessions only where the client shows them."""
+    says why; a cancelled one is left out); sub-agent sessions only where the client shows them; the `cursor_update`s
+    of `cursors` (the ids the session still has; None: the client shows no cursors)."""
     for event in events:
+        if event.get("sessionUpdate") == CURSOR:
+            if cursors is not None and event.get("cursorId") in cursors:
+                yield None, event
+            continue
         child = event.get(SESSION_KEY)
         if child is not None or event.get("sessionUpdate") == SUBAGENT:
             if subagents:
@@ -183,8 +198,14 @@ class ReplayLog:
                 return index
         return None
 
-    def replayed(self, *, compaction: bool, subagents: bool = False) -> Iterator[tuple[str | None, dict[str, Any]]]:
-        return replayed(self.events, compaction=compaction, subagents=subagents)
+    def replayed(
+        self, *, compaction: bool, subagents: bool = False, cursors: Collection[str] | None = None
+    ) -> Iterator[tuple[str | None, dict[str, Any]]]:
+        return replayed(self.events, compaction=compaction, subagents=subagents, cursors=cursors)
+
+    def cut(self, length: int) -> None:
+        """Drop the events from `length` on (a rewind)."""
+        del self.events[length:]
 
     def for_child(self, child_id: str) -> ChildLog:
         """Where a sub-agent's session records what it shows: this log, each event marked with its session id."""

@@ -11,6 +11,10 @@ must not fail because the old turn is still winding down. `session/cancel` cance
 every prompt queued before it; each of those prompts answers `cancelled`, exactly once; with a sub-agent's session id
 it cancels that sub-agent alone (`child`, `cancel_child`). What MCP servers ask
 of the user meanwhile (`side_request`) is cancelled with the turn.
+
+What else needs the session to itself takes the same place in line: a rewind (`between_turns`: the running turn is
+cancelled first), and a turn the agent starts on its own (`run_turn` with `by_user=False`), which gives way to any
+prompt of the user's waiting (`user_waiting`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from coder_agent.errors import RequestCancelled
 from coder_agent.protocol.schema import StopReason
 from coder_agent.session.services import SessionServices
 from coder_agent.session.state import SessionState
@@ -45,6 +50,7 @@ class Session:
     _children: dict[str, anyio.CancelScope] = field(default_factory=dict)
     _cancels: int = 0
     _closed: bool = False
+    _users_waiting: int = 0
 
     @property
     def id(self) -> str:
@@ -53,6 +59,15 @@ class Session:
     @property
     def turn_running(self) -> bool:
         return self._turn_scope is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def user_waiting(self) -> bool:
+        """A prompt of the user's is running or waiting for its turn (a turn of the agent's own gives way to it)."""
+        return self._users_waiting > 0
 
     def turn_context(self) -> TurnContext:
         """The session as a turn (or a call outside one, like an MCP server's sampling request) sees it now."""
@@ -103,10 +118,32 @@ class Session:
         for job in jobs:
             self.services.tasks.start_soon(job)
 
-    async def run_turn(self, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
-        """Run one turn after any turn before it; `cancelled` if a cancel came first or during it."""
+    async def run_turn(self, turn: Callable[[], Awaitable[StopReason]], *, by_user: bool = True) -> StopReason:
+        """Run one turn after any turn before it; `cancelled` if a cancel came first or during it. `by_user`: the
+        user's prompt (False: one the agent starts itself)."""
         self.response_sent()  # anything a response that was never written left behind
         cancels_at_arrival = self._cancels
+        self._users_waiting += by_user
+        try:
+            return await self._run_turn(turn, cancels_at_arrival)
+        finally:
+            self._users_waiting -= by_user
+
+    async def between_turns(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job` with the session to itself: the running turn (and the prompts queued behind it) cancelled
+        first, the next ones waiting for it. RequestCancelled if the session closed first."""
+        self.cancel()
+        async with self._turn_lock:
+            if self._closed:
+                raise RequestCancelled("The session closed first.")
+            await job()
+
+    async def idle(self) -> None:
+        """Wait until no turn runs or waits for its place (returns at once when none does)."""
+        async with self._turn_lock:
+            pass
+
+    async def _run_turn(self, turn: Callable[[], Awaitable[StopReason]], cancels_at_arrival: int) -> StopReason:
         async with self._turn_lock:
             if self._closed or self._cancels != cancels_at_arrival:
                 return "cancelled"

@@ -21,6 +21,7 @@ from coder_agent.model.base import Message
 from coder_agent.permissions import DEFAULT_MODE, SANDBOXED_MODES, ModeName, PermissionPolicy, is_mode, restore_rules
 from coder_agent.session.call_repair import INTERRUPTED_RESULT
 from coder_agent.session.conversation import Conversation, Mark, Spending, SystemPromptAddition
+from coder_agent.session.cursors import Cursor, Position, new_cursor_id, restore_cursors, up_to
 from coder_agent.session.replay import ReplayLog
 from coder_agent.store import SessionRecord, utc_now
 
@@ -64,6 +65,10 @@ class SessionState:
     """The session's own instructions, built into its system prompt (stored with it)."""
     auto_compact: bool = True
     """Compact near the context window (`compact_threshold`); off, only when the conversation no longer fits."""
+    auto_continue: bool | None = None
+    """Start a turn when a background job ends while none runs (None: the config's `[wake] auto_continue`)."""
+    stash: Stash | None = None
+    """The session as it was before its last rewind (the stash cursor goes back to it)."""
 
     @property
     def roots(self) -> list[Path]:
@@ -95,6 +100,13 @@ class SessionState:
 
     def set_auto_compact(self, on: bool) -> None:
         self.auto_compact = on
+
+    def set_auto_continue(self, on: bool) -> None:
+        self.auto_continue = on
+
+    @property
+    def continues_alone(self) -> bool:
+        return self.config.wake.auto_continue if self.auto_continue is None else self.auto_continue
 
     def set_reasoning_effort(self, effort: ReasoningEffort | None) -> None:
         self.config = self.config.model_copy(update={"reasoning_effort": effort})
@@ -135,6 +147,70 @@ class SessionState:
         """A message was shown: the conversation notes where it ends (a fork can start there)."""
         self.conversation.mark(message_id, self.checkpoints.current_turn)
 
+    # ---- cursors and rewinds ---------------------------------------------------------------------
+
+    def cursor_here(
+        self,
+        position: Position,
+        message_id: str | None,
+        tool_call_id: str | None = None,
+        *,
+        stash: bool = False,
+        checkpoints: int | None = None,
+    ) -> Cursor:
+        """A new cursor at the session's present point, anchored as given, kept by the conversation; `stash`: the
+        one that undoes the rewind just made (replacing the one before), whose files are those before the
+        checkpoint `checkpoints`."""
+        if stash:
+            for key in [k for k, c in self.conversation.cursors.items() if c.stash]:
+                del self.conversation.cursors[key]
+        cursor = Cursor(
+            new_cursor_id(),
+            position,
+            message_id,
+            tool_call_id,
+            messages=len(self.conversation.messages),
+            events=len(self.replay.events),
+            checkpoints=len(self.checkpoints.history) if checkpoints is None else checkpoints,
+            stash=stash,
+        )
+        self.conversation.add_cursor(cursor)
+        return cursor
+
+    def checkpoints_undone(self) -> None:
+        """`/undo` took the newest checkpoint back: no cursor counts it any more."""
+        self.conversation.checkpoints_left(len(self.checkpoints.history))
+
+    def stash_present(self) -> Stash:
+        """The session as it is now, kept for undoing the rewind about to happen (its checkpoints' blobs are the
+        caller's to keep)."""
+        conversation = self.conversation
+        self.stash = Stash(
+            messages=[dict(m) for m in conversation.messages],
+            events=self.replay.copy(),
+            marks=dict(conversation.marks),
+            cursors={k: c for k, c in conversation.cursors.items() if not c.stash},
+            checkpoints=list(self.checkpoints.history),
+        )
+        return self.stash
+
+    def go_back_to(self, cursor: Cursor, previous: Stash | None) -> int:
+        """Cut the conversation and the replay log at `cursor` (or, for the stash cursor, take back `previous`,
+        the session before the last rewind); the number of history messages dropped."""
+        conversation = self.conversation
+        before = len(conversation.messages)
+        if cursor.stash:
+            if previous is None:
+                return 0
+            conversation.take_back(previous.messages, previous.marks, previous.cursors)
+            self.replay.load(previous.events)
+        else:
+            end = min(cursor.messages, before)
+            marks = {key: mark for key, mark in conversation.marks.items() if mark.end <= end}
+            conversation.take_back(conversation.messages[:end], marks, up_to(conversation.cursors, cursor.id))
+            self.replay.cut(cursor.events)
+        return max(before - len(conversation.messages), 0)
+
     # ---- stored form ----------------------------------------------------------------------------
 
     def to_record(self) -> SessionRecord:
@@ -162,6 +238,9 @@ class SessionState:
             marks={key: mark.stored() for key, mark in self.conversation.marks.items()},
             system_prompt=_redacted(self.system_prompt_addition),
             auto_compact=self.auto_compact,
+            cursors={key: cursor.stored() for key, cursor in self.conversation.cursors.items()},
+            stash=self.stash.stored() if self.stash is not None else None,
+            auto_continue=self.auto_continue,
         )
 
     def conversation_record(self) -> list[Message]:
@@ -183,7 +262,12 @@ class SessionState:
         self.created_at = record.created_at
         messages = list(record.messages)
         system = messages.pop(0) if messages and messages[0].get("role") == SYSTEM_ROLE else None
-        self.conversation = Conversation(messages, record.context_tokens, marks=_marks(record.marks, len(messages)))
+        self.conversation = Conversation(
+            messages,
+            record.context_tokens,
+            marks=_marks(record.marks, len(messages)),
+            cursors=restore_cursors(record.cursors, len(messages)),
+        )
         if system is not None:
             environment = system.get(ENVIRONMENT_KEY) or {}
             prompt = str(system.get("content") or "")
@@ -192,6 +276,7 @@ class SessionState:
         self.spending = Spending(cost=record.cost)
         self.system_prompt_addition = SystemPromptAddition.from_dict(record.system_prompt)
         self.auto_compact = record.auto_compact
+        self.auto_continue = record.auto_continue
         self.replay.load(record.events)
         calls, compactions = self.replay.repair()
         if self.conversation.answer_pending(INTERRUPTED_RESULT) + calls:
@@ -211,6 +296,47 @@ class SessionState:
                 self.checkpoints.restore([TurnCheckpoint.from_dict(c) for c in record.checkpoints])
             except ValueError:
                 log.warning("session %s: ignoring malformed undo checkpoints", self.id)
+        self.stash = Stash.from_stored(record.stash)
+        if self.stash is not None:
+            self.checkpoints.kept = list(self.stash.checkpoints)
+
+
+@dataclass
+class Stash:
+    """A session as it was before a rewind: its history, replay log, marks, cursors and undo checkpoints."""
+
+    messages: list[Message]
+    events: list[dict[str, Any]]
+    marks: dict[str, Mark]
+    cursors: dict[str, Cursor]
+    checkpoints: list[TurnCheckpoint]
+
+    def stored(self) -> dict[str, Any]:
+        return {
+            "messages": secrets.redact_data(self.messages),
+            "events": [dict(event) for event in self.events],
+            "marks": {key: mark.stored() for key, mark in self.marks.items()},
+            "cursors": {key: cursor.stored() for key, cursor in self.cursors.items()},
+            "checkpoints": [c.to_dict() for c in self.checkpoints],
+        }
+
+    @classmethod
+    def from_stored(cls, data: Any) -> Stash | None:
+        """The stored form back; None for none or a malformed one (a rewind that cannot be undone any more)."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            messages, events = list(data["messages"]), list(data["events"])
+            return cls(
+                messages=messages,
+                events=[dict(event) for event in events],
+                marks=_marks(dict(data["marks"]), len(messages)),
+                cursors=restore_cursors(dict(data["cursors"]), len(messages)),
+                checkpoints=[TurnCheckpoint.from_dict(c) for c in data["checkpoints"]],
+            )
+        except (KeyError, TypeError, ValueError):
+            log.warning("ignoring a malformed stored rewind")
+            return None
 
 
 def _without_keys(server: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class Steer:
 
     prompt: Sequence[ContentBlock]
     message_id: str = field(default_factory=new_message_id)
+    withdrawn: bool = False
     outcome: Outcome = "waiting"
     settled: anyio.Event = field(default_factory=anyio.Event)
 
@@ -65,6 +66,16 @@ class SteeringInbox:
         """What waits, in the order it was sent (the turn settles each as it puts it in the conversation)."""
         taken, self._waiting = self._waiting, []
         return taken
+
+    def withdraw(self, message_id: str) -> bool:
+        """Take a waiting message back before the turn takes it (it is settled `cancelled`); False if none waits."""
+        for steer in self._waiting:
+            if steer.message_id == message_id:
+                self._waiting.remove(steer)
+                steer.withdrawn = True
+                steer.settle("cancelled")
+                return True
+        return False
 
     def close_unless_waiting(self) -> bool:
         """The turn is about to end: closed, unless messages wait (then False, and the turn goes on with them)."""

@@ -30,6 +30,10 @@ class TurnReport:
     stop_reason: StopReason = "cancelled"
     spent: Spending = field(default_factory=Spending)
     """The turn's model calls whose bill came in before the turn ended (a compaction's included)."""
+    by_user: bool = True
+    """The user sent the prompt (False: the agent started the turn itself, and gives way to the user's prompts)."""
+    show_prompt: bool = False
+    """The client has not shown the prompt (a queued message, a wake): the runner shows it, not only records it."""
 
 
 class TurnRunner(Protocol):

@@ -103,6 +103,13 @@ class SessionRecord(BaseModel):
     marks: dict[str, list[Any]] = Field(default_factory=dict)
     """Where each message shown ends in `messages` (message id -> [end, turn id]), for `session/fork`; opaque to
     the store."""
+    cursors: dict[str, list[Any]] = Field(default_factory=dict)
+    """The session's cursors (cursor id -> where it stands), for `session/fork` and `_session/rewind`; opaque to the
+    store."""
+    stash: dict[str, Any] | None = None
+    """The session as it was before its last rewind (so the rewind can be undone); opaque to the store."""
+    auto_continue: bool | None = None
+    """Whether the session starts a turn itself when a background job ends (a config option; None: the config's)."""
 
     @field_validator("created_at", "updated_at")
     @classmethod

@@ -46,7 +46,7 @@ SCHEMA_PATH: Final = Path(__file__).resolve().parent.parent / "acp_schema" / "sc
 UNSTABLE_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("schema.unstable.json")
 RFD_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("rfd.schema.json")
 """Session updates newer than the schema (sub-agent sessions, plan operations), written from their RFDs."""
-RFD_UPDATES: Final = frozenset({"subagent_update", "plan_update", "plan_removed"})
+RFD_UPDATES: Final = frozenset({"subagent_update", "plan_update", "plan_removed", "cursor_update"})
 TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "disconnected"})
 
 Side = Literal["agent", "client"]
@@ -397,6 +397,10 @@ class Conformance:
                 needs = "plan (or planCapabilities)"
             elif kind == "subagent_update" and not isinstance(caps.get("subagents"), dict):
                 needs = "subagents"
+            elif kind == "cursor_update" and not (
+                isinstance(session.get("cursors"), dict) or _object(caps.get("_meta")).get("cursors") is True
+            ):
+                needs = "session.cursors (or _meta.cursors)"
         if needs is not None:
             raise _violation("agent→client", f"{method} sent, but the client did not advertise {needs}", msg)
 
