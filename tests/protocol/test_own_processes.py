@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.sandbox import probe
 from tests.protocol.test_mcp import stdio_server
+from tests.support.git_traps import commit_all, lay_out_bare, make_repo, plain_git
 from tests.support.scripted_agent import scripted_agent, tool_agent
 
 pytestmark = [
@@ -39,19 +39,12 @@ SECRETS = {
     "NPM_TOKEN": "npm_own_processes_0123456789",
     "PIP_INDEX_URL": "https://user:p4ss-own-processes@pypi.example.com/simple",
 }
-IDENTITY = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"]
 
 
 @pytest.fixture(autouse=True)
 def agent_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-
-
-def plain_git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """git as the user runs it in their terminal (the control), with the agent's secrets in its environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(["git", *IDENTITY, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
 class Trap:
@@ -79,19 +72,6 @@ class Trap:
             path.unlink()
 
 
-def commit_all(repo: Path) -> None:
-    plain_git("add", "-A", cwd=repo)
-    plain_git("commit", "-qm", "work", cwd=repo)
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    plain_git("init", "-q", "-b", "main", cwd=path)
-    (path / "README.md").write_text("hello\n")
-    commit_all(path)
-    return path
-
-
 async def wait_for_file(path: Path) -> None:
     """Until a background job has made `path` (nothing to wait on but the disk)."""
     with anyio.fail_after(60):
@@ -105,7 +85,7 @@ def quoted(path: Path) -> str:
 
 async def plant_then_next_turn(
     tmp_path: Path, planting: str, *, background: bool = False, repo: bool = False, cwd: str = "", ready: str = ""
-) -> tuple[Trap, ScriptedModel]:
+) -> Trap:
     """In `auto` mode, a sandboxed command (a job with `background`) plants `planting` (with `{program}` the trap);
     the plant is shown live with a plain `git status` in the session folder; then the agent's next turn runs.
     `repo`: the workspace is a repository from the start (its `.git/config` protected); `cwd`: the session's folder
@@ -129,69 +109,47 @@ async def plant_then_next_turn(
         assert trap.sprung() and trap.leaked_key(), f"the plant did not take: {model.last_request.messages[-1]}"
         trap.reset()
         assert await client.prompt(session, "go on") == "end_turn"
-    return trap, model
+    return trap
 
 
-async def test_fsmonitor_in_a_repository_a_command_made_runs_nothing_next_turn(tmp_path: Path) -> None:
-    trap, _ = await plant_then_next_turn(
-        tmp_path, "git init -q && git config core.fsmonitor {program} && echo x > f && git add f"
-    )
-    assert trap.sprung() == []
-
-
-async def test_fsmonitor_in_config_worktree_runs_nothing_next_turn(tmp_path: Path) -> None:
-    trap, _ = await plant_then_next_turn(
-        tmp_path,
+PLANTINGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "fsmonitor-after-git-init": ("git init -q && git config core.fsmonitor {program} && echo x > f && git add f", {}),
+    "config-worktree": (
         "git init -q && git config extensions.worktreeConfig true && git config --worktree core.fsmonitor {program}",
-    )
-    assert trap.sprung() == []
-
-
-async def test_commondir_rewritten_by_a_running_job_runs_nothing_next_turn(tmp_path: Path) -> None:
-    trap, _ = await plant_then_next_turn(
-        tmp_path,
+        {},
+    ),
+    "commondir-from-a-running-job": (
         "git init -q && git init -q --bare evil && git -C evil config core.fsmonitor {program} "
         "&& printf '../evil\\n' > .git/commondir && touch planted && sleep 600",
-        background=True,
-        ready="planted",
-    )
-    assert trap.sprung() == []
-
-
-async def test_a_nested_repository_behind_a_gitlink_runs_nothing_next_turn(tmp_path: Path) -> None:
-    trap, _ = await plant_then_next_turn(
-        tmp_path,
+        {"background": True, "ready": "planted"},
+    ),
+    "nested-repository-behind-a-gitlink": (
         "git init -q sub && git -C sub config user.name T && git -C sub config user.email t@example.com "
         "&& echo x > sub/f && git -C sub add f && git -C sub commit -qm s && echo dirty > sub/f && git add sub "
         "&& git -C sub config core.fsmonitor {program}",
-        repo=True,
-    )
-    assert trap.sprung() == []
-
-
-async def test_a_bare_layout_a_command_made_in_the_session_folder_runs_nothing_next_turn(tmp_path: Path) -> None:
-    trap, model = await plant_then_next_turn(
-        tmp_path,
+        {"repo": True},
+    ),
+    "bare-layout-in-the-session-folder": (
         "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\trepositoryformatversion = 0"
         "\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = %s\\n' {program} > config",
-        repo=True,
-        cwd="pkg",
-    )
+        {"repo": True, "cwd": "pkg"},
+    ),
+}
+"""What a sandboxed command plants (in a folder that is not yet a repository, unless `repo`)."""
+
+
+@pytest.mark.parametrize("planting", sorted(PLANTINGS))
+async def test_what_a_command_plants_for_git_runs_nothing_next_turn(tmp_path: Path, planting: str) -> None:
+    command, options = PLANTINGS[planting]
+    trap = await plant_then_next_turn(tmp_path, command, **options)
     assert trap.sprung() == []
 
 
 @pytest.mark.parametrize("walls", [True, False], ids=["with-walls", "without-walls"])
 async def test_session_new_in_a_clone_that_commits_a_bare_layout_runs_nothing(tmp_path: Path, walls: bool) -> None:
     upstream = make_repo(tmp_path / "upstream")
-    pkg = upstream / "pkg"
-    for folder in ("objects", "refs"):
-        (pkg / folder).mkdir(parents=True)
-        (pkg / folder / ".keep").write_text("")
-    (pkg / "HEAD").write_text("ref: refs/heads/main\n")
     trap = Trap(tmp_path, tmp_path / "work")
-    (pkg / "config").write_text(
-        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = {trap.program}\n"
-    )
+    lay_out_bare(upstream / "pkg", trap.program)
     commit_all(upstream)
     (tmp_path / "work").mkdir()
     clone = tmp_path / "work" / "clone"

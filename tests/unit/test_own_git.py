@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
@@ -17,24 +16,16 @@ import pytest
 
 from coder_agent import own_git
 from coder_agent.checkpoints import REF_PREFIX, CheckpointError, GitBlobStore, blob_store_for
+from tests.support.git_traps import lay_out_bare, make_repo, plain_git
 
 pytestmark = pytest.mark.anyio
 
-IDENTITY = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgSign=false"]
 SECRETS = {
     "GH_TOKEN": "ghp_own_git_0123456789",
     "NPM_TOKEN": "npm_own_git_0123456789",
     "OPENAI_API_KEY": "sk-own-git-0123456789",
     "REMOTE_URL": "https://u:p4ss-own-git@example.com/r.git",
 }
-
-
-def plain_git(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """git as a user runs it, with none of our overrides (the control)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", *IDENTITY, *args], cwd=cwd, env=env, input=input, capture_output=True, text=True, check=False
-    )
 
 
 class Trap:
@@ -57,15 +48,6 @@ class Trap:
     def reset(self) -> None:
         for path in self.folder.glob("*.ran"):
             path.unlink()
-
-
-def make_repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    plain_git("init", "-q", "-b", "main", cwd=path)
-    (path / "a.txt").write_text("a\n")
-    plain_git("add", "a.txt", cwd=path)
-    plain_git("commit", "-qm", "init", cwd=path)
-    return path
 
 
 def plant_everything(repo: Path, trap: Trap, git_dir: Path | None = None) -> None:
@@ -144,7 +126,7 @@ async def read_all(repo: Path, cwd: Path | None = None) -> dict[str, own_git.Ran
 
 
 async def test_plain_git_springs_the_traps_and_ours_springs_none(tmp_path: Path, trap: Trap) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     plant_everything(repo, trap)
     plain_git("-c", "gc.auto=1", "status", cwd=repo)
     plain_git("log", "-1", cwd=repo)
@@ -156,12 +138,12 @@ async def test_plain_git_springs_the_traps_and_ours_springs_none(tmp_path: Path,
 
     found = await read_all(repo)
     assert found["status"].ok and found["log"].ok
-    assert b"## main" in found["status"].out and b"init" in found["log"].out
+    assert b"## main" in found["status"].out and b"\x00work" in found["log"].out
     assert trap.sprung() == []
 
 
 async def test_a_partial_clones_lazy_fetch_reaches_no_transport(tmp_path: Path, trap: Trap) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     fetch = trap.program("lazy-fetch")
     for key, value in (
         ("core.repositoryformatversion", "1"),
@@ -183,15 +165,9 @@ async def test_a_partial_clones_lazy_fetch_reaches_no_transport(tmp_path: Path, 
 
 async def test_a_bare_layout_in_a_folder_is_refused_not_used(tmp_path: Path, trap: Trap) -> None:
     """HEAD, config, objects/ and refs/ committed in a folder of a repository: a session opened there."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     pkg = repo / "pkg"
-    for folder in ("objects", "refs"):
-        (pkg / folder).mkdir(parents=True)
-        (pkg / folder / ".keep").write_text("")
-    (pkg / "HEAD").write_text("ref: refs/heads/main\n")
-    (pkg / "config").write_text(
-        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = {trap.program('fs')}\n"
-    )
+    lay_out_bare(pkg, trap.program("fs"))
     plain_git("add", "pkg", cwd=repo)
     plain_git("commit", "-qm", "a bare layout", cwd=repo)
     plain_git("status", cwd=pkg)
@@ -208,13 +184,13 @@ async def test_a_bare_layout_in_a_folder_is_refused_not_used(tmp_path: Path, tra
 
 
 async def test_a_git_file_or_commondir_leading_elsewhere_runs_nothing(tmp_path: Path, trap: Trap) -> None:
-    elsewhere = make_repo(tmp_path / "elsewhere")
+    elsewhere = make_repo(tmp_path / "elsewhere", "a.txt")
     plant_everything(elsewhere, trap)
     trap.reset()
-    by_file = make_repo(tmp_path / "by-file")
+    by_file = make_repo(tmp_path / "by-file", "a.txt")
     shutil.rmtree(by_file / ".git")
     (by_file / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
-    by_commondir = make_repo(tmp_path / "by-commondir")
+    by_commondir = make_repo(tmp_path / "by-commondir", "a.txt")
     (by_commondir / ".git" / "commondir").write_text(f"{elsewhere / '.git'}\n")
     for repo in (by_file, by_commondir):
         plain_git("status", cwd=repo)
@@ -225,8 +201,8 @@ async def test_a_git_file_or_commondir_leading_elsewhere_runs_nothing(tmp_path: 
 
 
 async def test_a_nested_repository_behind_a_gitlink_is_not_entered(tmp_path: Path, trap: Trap) -> None:
-    repo = make_repo(tmp_path / "repo")
-    nested = make_repo(repo / "sub")
+    repo = make_repo(tmp_path / "repo", "a.txt")
+    nested = make_repo(repo / "sub", "a.txt")
     plain_git("config", "core.fsmonitor", trap.program("nested-fsmonitor"), cwd=nested)
     (nested / "a.txt").write_text("dirty\n")
     plain_git("add", "sub", cwd=repo)
@@ -241,7 +217,7 @@ async def test_git_gets_no_secret_and_none_of_the_users_git_variables(
     tmp_path: Path, trap: Trap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A `git` first on PATH (outside the repository) that writes down the environment it was given."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     bin_folder = tmp_path / "fake-bin"
     bin_folder.mkdir()
     fake = bin_folder / "git"
@@ -259,7 +235,7 @@ async def test_git_gets_no_secret_and_none_of_the_users_git_variables(
 def test_a_git_planted_on_path_inside_the_repository_is_passed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     venv_bin = repo / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "git").write_text("#!/bin/sh\nexit 0\n")
@@ -270,7 +246,7 @@ def test_a_git_planted_on_path_inside_the_repository_is_passed_over(
 
 
 def test_a_rewritten_or_replaced_snapshot_is_not_handed_back(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     store = GitBlobStore(repo)
     blob = store.put("s", b"what the file was\n")
     other = store.put("s", b"what an attacker wants written back\n")
@@ -284,7 +260,7 @@ def test_a_rewritten_or_replaced_snapshot_is_not_handed_back(tmp_path: Path) -> 
 
 
 def test_the_private_ref_made_a_symbolic_ref_moves_no_branch(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", "a.txt")
     store = GitBlobStore(repo)
     blob = store.put("s", b"x\n")
     head = plain_git("rev-parse", "main", cwd=repo).stdout.strip()
