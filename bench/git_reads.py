@@ -10,6 +10,8 @@ min / max over --runs reads of each kind (interleaved, after warm-ups):
                 status with them blanked, every git with the overrides and the scrubbed environment.
   own, walled   the same inside a session's walls (its fork server), as a sandboxed session reads them.
   added         own walled median minus before median (the goal: <= 20 ms), and own outside minus before.
+  walls alone   one `git status` through own_git inside the walls minus the same outside: what the sandbox's
+                per-command cost (bench/sandbox.py) adds to the walled figure.
 
 Usage: uv run python bench/git_reads.py [--runs 40] [--json]. Linux with the sandbox available (else the walled
 figures are left out).
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from acp_bench import stats  # noqa: E402
 
+from coder_agent import own_git  # noqa: E402
 from coder_agent.agent import workspace  # noqa: E402
 from coder_agent.sandbox import probe  # noqa: E402
 from coder_agent.sandbox.command import CommandSandbox  # noqa: E402
@@ -77,19 +80,24 @@ async def measure(runs: int) -> dict[str, Any]:
             if support.available:
                 sandbox = await CommandSandbox.open((work,), SandboxConfig(), support, tasks)
             try:
-                figures: dict[str, list[float]] = {"before": [], "outside": [], "walled": []}
+                figures: dict[str, list[float]] = {
+                    "before": [], "outside": [], "walled": [], "status_out": [], "status_in": []
+                }  # fmt: skip
 
                 async def timed(kind: str) -> float:
                     started = time.perf_counter()
                     if kind == "before":
                         await before(work)
+                    elif kind.startswith("status"):
+                        box = sandbox if kind == "status_in" else None
+                        await own_git.run(workspace.STATUS, root=work, cwd=work, sandbox=box)
                     else:
                         _, git = await workspace._read_git(work, sandbox if kind == "walled" else None)
                         if git is None or git.branch != "main" or not git.recent_commits:
                             raise SystemExit(f"the {kind} reads did not read the repository: {git}")
                     return (time.perf_counter() - started) * 1000
 
-                kinds = ["before", "outside", *(["walled"] if sandbox is not None else [])]
+                kinds = ["before", "outside", *(["walled", "status_out", "status_in"] if sandbox is not None else [])]
                 for _ in range(5):
                     for kind in kinds:
                         await timed(kind)
@@ -111,6 +119,9 @@ async def measure(runs: int) -> dict[str, Any]:
         "own_walled": stats(figures["walled"]),
         "added_walled_ms": None if walled is None else round(walled, 2),
         "added_outside_ms": round(outside, 2),
+        "walls_alone_ms": round(statistics.median(figures["status_in"]) - statistics.median(figures["status_out"]), 2)
+        if figures["status_in"]
+        else None,
         "goal": f"added <= {GOAL_MS} ms: {'PASS' if worst <= GOAL_MS else 'FAIL'}",
         "sandbox": support.kind if support.available else f"none ({support.reason})",
         "load_average": os.getloadavg()[0],
@@ -131,6 +142,7 @@ def main() -> None:
         print(f"{name:>16}: {shown}")
     print(f"{'added, walled':>16}: {figures['added_walled_ms']} ms   ({figures['goal']})")
     print(f"{'added, outside':>16}: {figures['added_outside_ms']} ms")
+    print(f"{'walls alone':>16}: {figures['walls_alone_ms']} ms")
     print(f"{'sandbox':>16}: {figures['sandbox']}")
     print(f"{'load average':>16}: {figures['load_average']:.2f}")
 
