@@ -26,11 +26,12 @@ live group. Everything spawned here also carries `OWNER_MARK` in its environment
 on Linux the reaper ends every process bearing it too: that covers the moment between a spawn and its announcement
 (milliseconds on a loaded machine: the event loop sets up the pipes first), and a process that left its group.
 
-PR_SET_PDEATHSIG is not used: it must be set in the child between fork and exec (`anyio.open_process` has no
+PR_SET_PDEATHSIG is not used here: it must be set in the child between fork and exec (`anyio.open_process` has no
 `preexec_fn`, and one would cost subprocess its vfork fast path), and it reaches only the direct child, not what
 the child starts. The reaper covers the whole group at no per-spawn cost. What it cannot cover: a process that
 leaves both its group and the environment it inherited (a daemon that clears its environment), or one we may not
-read (another user's, a set-uid program).
+read (another user's, a set-uid program). Commands are held closer than that: inside the sandbox by a PID namespace,
+outside it by a supervisor (`sandbox/supervisor.py`), each of which also ends with the agent.
 """
 
 from __future__ import annotations

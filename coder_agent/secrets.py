@@ -17,15 +17,21 @@ owns. `hide_environment()` keeps the agent's own environment from the processes 
 made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to processes of the same user that lack
 CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of secret variables (those passed
 through too) wherever they would reach a permission request, a tool result, a session update, an error, a log
-line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent).
+line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent),
+in the forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text,
+such as `user:key` in a Basic `Authorization` header).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import logging
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -60,6 +66,9 @@ NOT_REDACTED = frozenset({"SSH_AUTH_SOCK"})
 PR_SET_DUMPABLE = 4
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: they would blank ordinary words."""
+MIN_ENCODED_LENGTH = 16
+"""An encoded form shorter than this is not redacted (the part of a short key that base64 keeps whatever
+surrounds it could be ordinary text)."""
 
 _configured: set[str] = set()
 _passed: frozenset[str] = frozenset()
@@ -174,9 +183,29 @@ def _redact_walk(data: Any, values: list[tuple[str, str]]) -> Any:
 
 def _replace(text: str, values: list[tuple[str, str]]) -> str:
     for value, name in values:
-        if value in text:
-            text = text.replace(value, f"[redacted {name}]")
+        for form in encoded_forms(value):
+            if form in text:
+                text = text.replace(form, f"[redacted {name}]")
     return text
+
+
+@functools.lru_cache(maxsize=64)
+def encoded_forms(value: str) -> tuple[str, ...]:
+    """`value` as written, then the forms an echo of it may take: URL-encoded (`%2B`, `+` for spaces),
+    hexadecimal, and base64, standard and URL-safe. Base64 is read in 3-byte groups, so a key inside a longer
+    text (`user:key`) is encoded differently at each of its three possible offsets: each form here is the run of
+    characters that encodes the key's whole groups at one offset, which appears whatever comes before or after."""
+    forms = [value]
+    forms += [urllib.parse.quote(value, safe=""), urllib.parse.quote(value), urllib.parse.quote_plus(value)]
+    raw = value.encode("utf-8")
+    forms += [binascii.hexlify(raw).decode("ascii"), binascii.hexlify(raw).decode("ascii").upper()]
+    for offset in range(3):
+        start = (3 - offset) % 3  # the key's first byte that begins a group when it sits at this offset
+        whole = raw[start:][: (len(raw) - start) // 3 * 3]
+        encoded = base64.b64encode(whole).decode("ascii")
+        forms += [encoded, encoded.replace("+", "-").replace("/", "_")]
+    kept = (form for form in forms[1:] if len(form) >= MIN_ENCODED_LENGTH)
+    return tuple(dict.fromkeys([value, *kept]))
 
 
 def redact_model(model: _M) -> _M:

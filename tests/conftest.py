@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.user_config import LANGUAGE_SERVERS_OFF
+
 pytest_plugins = ["tests.support.fake_llm"]
 
 
@@ -40,5 +42,8 @@ def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    user_config = home / "config" / "coder-agent" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(LANGUAGE_SERVERS_OFF, encoding="utf-8")
     for name in ("CODER_AGENT_MODEL", "CODER_AGENT_API_BASE", "CODER_AGENT_API_KEY", "CODER_AGENT_CONFIG", "CI"):
         monkeypatch.delenv(name, raising=False)  # CI: `coder-agent run` picks its mode by it; tests say theirs

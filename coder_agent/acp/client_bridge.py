@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from coder_agent.acp.presentation import permission_options
 from coder_agent.acp.terminal_job import READ_FROM_FIFO, TerminalJob, open_input_fifo
 from coder_agent.errors import ClientError, field_problems
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice, chosen
 from coder_agent.process import owner_marked
 from coder_agent.protocol.base import AcpModel
@@ -75,6 +76,7 @@ TERMINAL_TIMEOUT = 30.0
 CLEANUP_TIMEOUT = 5.0
 PERMISSION_TIMEOUT = 3600.0
 QUESTION_TIMEOUT = 3600.0
+LSP_TIMEOUT = 30.0
 MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
@@ -297,7 +299,7 @@ class AcpClientBridge:
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **(guard.env if guard is not None else {})})
+        terminal_id = await self._create_terminal(argv, cwd, extra_env)
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -342,7 +344,6 @@ class AcpClientBridge:
             return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        extra_env = {**extra_env, **(guard.env if guard is not None else {})}
         folder = stdin = None
         if with_input:
             try:
@@ -380,6 +381,15 @@ class AcpClientBridge:
         if self.capabilities.subagents is None:
             return None
         return AcpClientBridge(self._peer, self.capabilities, child_id)
+
+    def lsp_channel(self) -> LspCall | None:
+        if not self.capabilities.forwards_lsp:
+            return None
+
+        async def call(method: str, params: dict[str, Any]) -> Any:
+            return await self._call(method, params, LSP_TIMEOUT)
+
+        return call
 
     async def _fallback(self, what: str) -> None:
         """Say once per session that the local machine stands in for what the editor does not offer."""

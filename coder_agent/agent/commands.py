@@ -329,7 +329,7 @@ def sandbox_report(session: Session) -> str:
         why = services.sandbox_problem or "`sandbox.enabled` is off in the config"
         return f"**Sandbox:** none — commands run with your account's rights ({why}).\n"
     facts = "".join(f"\n- {fact}" for fact in sandbox.support.facts())
-    walls = "".join(f"\n- {line}" for line in sandbox.walls.describe())
+    walls = "".join(f"\n- {line}" for line in sandbox.describe())
     return f"**Sandbox:** in every mode but full-auto, commands run inside these walls:{walls}{facts}\n"
 
 

@@ -37,6 +37,7 @@ from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
 from coder_agent.errors import RpcError
+from coder_agent.lsp.editor import LspCall
 from coder_agent.model.base import Model
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import PlanEntry, ToolCallContent
@@ -70,7 +71,7 @@ from coder_agent.tools.registry import BUILTIN_NAMES
 
 log = logging.getLogger(__name__)
 
-EXPLORE_TOOLS = frozenset({"read_file", "glob", "grep", "fetch", "update_plan"})
+EXPLORE_TOOLS = frozenset({"read_file", "glob", "grep", "diagnostics", "fetch", "update_plan"})
 GENERAL_TOOLS = BUILTIN_NAMES - {"task", "ask_user", "propose_plan"}
 MAX_ANSWER_CHARS = 20_000
 """A child's answer the parent model reads at most (its beginning and end)."""
@@ -172,6 +173,7 @@ class Subagents:
                 mcp=None if explore else parent.mcp,
                 sandbox=parent.sandbox,
                 jobs=parent.jobs,
+                lsp=parent.lsp,
                 tasks=child_tasks,
                 steering=SteeringInbox(),  # the user's messages go to the parent's turn
                 auto_compact=parent.auto_compact,
@@ -378,3 +380,6 @@ class ChildBridge:
 
     def subagent_bridge(self, child_id: str) -> None:
         return None  # sub-agents cannot start sub-agents
+
+    def lsp_channel(self) -> LspCall | None:
+        return self.parent.lsp_channel()

@@ -13,7 +13,8 @@ tells the model to keep going until the task is done and verified, without stopp
 otherwise it works with the user, asking when it must.
 
 What changes between turns — the date, the git branch, status and commits, the AGENTS.md files, the mode (and with
-it how to work), the skills, the background jobs that ended — reaches the model as a short user message
+it how to work), the skills, the number of errors the language servers report in the files checked so far, the
+background jobs that ended — reaches the model as a short user message
 (`prompts/environment_update.md`) placed before the user's next prompt, and only when one of those facts changed
 since the model was last told. The conversation keeps the facts as last told (`Conversation.environment`) to tell
 the difference; the jobs remember whether the model saw them end (`session.jobs`). A job that ends while a turn
@@ -25,6 +26,7 @@ from __future__ import annotations
 from coder_agent import prompts
 from coder_agent.agent import workspace
 from coder_agent.extensions import SKILLS_FACT, skills_text
+from coder_agent.lsp.diagnostics import ERROR
 from coder_agent.model.base import Message
 from coder_agent.permissions import MODES, is_autonomous, is_mode
 from coder_agent.session.conversation import Conversation
@@ -37,6 +39,7 @@ GIT_STATUS = "Git status"
 GIT_COMMITS = "Recent commits"
 INSTRUCTIONS = "Project instructions from "
 WORKING = "How to work now"
+DIAGNOSTICS = "Errors the language servers report"
 INTERACTIVE = (
     "with the user: ask with `ask_user` when the request is ambiguous in a way that changes the result, or before "
     "a risky or irreversible choice."
@@ -56,6 +59,17 @@ def facts(env: workspace.Environment, mode: str, autonomous: bool = False) -> di
     if env.skills:
         found[SKILLS_FACT] = skills_text(env.skills)
     return found
+
+
+def diagnostics_fact(ctx: TurnContext) -> dict[str, str]:
+    """The errors the language servers last reported in the files checked so far (none before the first check)."""
+    known = ctx.lsp.known() if ctx.lsp is not None else {}
+    if not known:
+        return {}
+    with_errors = {path: sum(d.severity == ERROR for d in found) for path, found in known.items()}
+    errors = sum(with_errors.values())
+    files = sum(1 for count in with_errors.values() if count)
+    return {DIAGNOSTICS: f"{errors} in {files} of the {len(known)} file(s) checked so far (`diagnostics` lists them)"}
 
 
 def mode_text(mode: str) -> str:
@@ -112,7 +126,7 @@ async def begin_turn(ctx: TurnContext) -> tuple[Message, Message | None]:
     if conversation.system is None:
         _fix(ctx, env)
         return system_message(conversation), jobs_note(ctx)
-    now = facts(env, mode, autonomous(ctx))
+    now = facts(env, mode, autonomous(ctx)) | diagnostics_fact(ctx)
     changed = changes(conversation.environment, now)
     conversation.told(now)
     ended = ended_jobs(ctx)

@@ -4,9 +4,9 @@
   defaults < user file < project file (`<cwd>/.coder-agent/config.toml`) < the file named by
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
-  extra call parameters, the default mode, allow rules, the sandbox, the checkers run after every edit), its
-  deny rules add to the user's, and it is read as a file tool reads (`nofollow.read_confined`): one that leads
-  out of the session's folder through a symlink is left out, with a line in the log;
+  extra call parameters, the default mode, allow rules, the sandbox, the checkers and language servers run after
+  every edit), its deny rules add to the user's, and it is read as a file tool reads (`nofollow.read_confined`):
+  one that leads out of the session's folder through a symlink is left out, with a line in the log;
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -149,6 +149,7 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("default_mode",),
     ("permissions", "allow"),
     ("sandbox",),
+    ("lsp",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
 server, grant itself permissions, widen the sandbox's walls, or name a command the agent runs unasked after every

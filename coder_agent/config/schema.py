@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from coder_agent.config.wake import WakeConfig
+from coder_agent.lsp.settings import LspConfig
 from coder_agent.permissions.modes import ModeName
 from coder_agent.sandbox.settings import SandboxConfig
 
@@ -177,6 +178,8 @@ class Config(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """How commands are contained: the walls around them, their network, their limits."""
 
+    lsp: LspConfig = Field(default_factory=LspConfig)
+    """Language servers that check each edit (`[lsp]`): which, and how long to wait for them."""
     wake: WakeConfig = Field(default_factory=WakeConfig)
     """What a session does when background work ends while no turn runs (`auto_continue` and its bounds)."""
 

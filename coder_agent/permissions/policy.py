@@ -14,12 +14,14 @@
    user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say.
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
    every simple command of a command line the parser understood, the host, the MCP tool. A command whose
-   arguments hold the words of a command deny rule (`strace rm f`) is covered only by an exact rule.
+   arguments hold the words of a command deny rule (`strace rm f`), or that runs what its words do not show
+   while command deny rules exist, is covered only by an exact rule.
 5. **The mode**: reads and searches are allowed; `accept-edits` allows the built-in file edits; `auto` allows
    them too, and commands that run inside the sandbox (one that would run outside it asks); `full-auto`
-   allows everything (in `auto` and `full-auto`, a command line the parser could not follow, or a command whose
-   arguments hold the words of a command deny rule, still asks, since the deny rules could not be checked
-   against it); anything else asks.
+   allows everything (in `auto` and `full-auto`, a command line the parser could not follow, a command whose
+   arguments hold the words of a command deny rule, or one that runs what its words do not show (`git log
+   --ext-diff`, awk's `system()` of a built string), still asks when command deny rules exist, since they could not
+   be checked against it); anything else asks.
 """
 
 from __future__ import annotations
@@ -168,8 +170,9 @@ class PermissionPolicy:
             if not line.understood or not line.commands:
                 return None
             used: list[Rule] = []
+            unchecked = bool(self._command_deny_rules())
             for command in line.commands:
-                exact_only = self._mentioning_rule(command) is not None
+                exact_only = self._mentioning_rule(command) is not None or (unchecked and bool(command.hidden))
                 rule = next((r for r in rules if r.covers(command) and (r.exact or not exact_only)), None)
                 if rule is None:
                     return None
@@ -204,9 +207,14 @@ class PermissionPolicy:
                 "ask", f"the command could not be checked against the deny rules: {'; '.join(line.problems)}"
             )
         for command in line.commands if line is not None else ():
+            program = command.argv[0] if command.argv else "an assignment"
             if (rule := self._mentioning_rule(command)) is not None:
-                program = command.argv[0] if command.argv else "an assignment"
                 return Verdict("ask", f"`{program}` is given the words of the deny rule `{rule}` and may run them")
+            if command.hidden and self._command_deny_rules():
+                why = "; ".join(command.hidden)
+                return Verdict(
+                    "ask", f"`{program}` runs what its words do not show ({why}): the deny rules cannot be checked"
+                )
         return None
 
     def _command_deny_rules(self) -> list[Rule]:

@@ -2,8 +2,8 @@
 
 `unwrap(words)` peels wrappers off one simple command (`sudo nice -n 5 rm x` → `rm x`), saying for each layer
 whether an allow rule for the inner command may still apply (`nice` yes, `sudo` no), which words start a shell
-command string to parse again (`bash -c '…'`, `watch '…'`, `eval …`), and what it could not follow;
-`runs_commands` finds flags that run another command (what a command writes is in `writes`).
+command string to parse again (`bash -c '…'`, `watch '…'`, `eval …`), and what it could not follow. What a
+program runs through its own options and arguments is in `embedded`; what it writes, in `writes`.
 `remembered_as_prefix` says which programs an "always" may remember as a word prefix: never a shell, an
 interpreter, a wrapper or a program whose every use can do anything (`rm`, `curl`, `ssh`, …); those are only
 ever remembered as the exact command.
@@ -53,20 +53,12 @@ EXEC_FLAGS = frozenset(
         "--receive-pack", "--exec", "--exec-batch", "--config-env", "--editor", "--pager", "--command", "--eval",
         "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
         "--script-shell", "--node-options", "--exec-path", "--unzip-command", "--rsh-command", "--info-script",
-        "--new-volume-script",
+        "--new-volume-script", "--rmt-command", "--extcmd", "--use-askpass", "--toolexec", "--sendmail-cmd",
+        "--compress-program",
     }
 )  # fmt: skip
-MAKES = frozenset({"make", "gmake", "bmake", "remake"})
-MAKE_FILE_FLAGS = ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "-E")
-"""make's options that read recipes from elsewhere (another makefile, folder or included file)."""
-"""Long flags that make a program run another command: like write flags, part of what the user approves."""
-SHORT_EXEC_FLAGS: dict[str, frozenset[str]] = {
-    "fd": frozenset({"-x", "-X"}),
-    "fdfind": frozenset({"-x", "-X"}),
-    "rsync": frozenset({"-e"}),
-    "tar": frozenset({"-I"}),
-    "git": frozenset({"-c"}),
-}
+"""Long flags that make any program run another command: like write flags, part of what the user approves
+(what each known program runs from its options and arguments is in `embedded`)."""
 
 
 @dataclass(frozen=True)
@@ -371,16 +363,6 @@ def _xargs_placeholder(options: Sequence[str]) -> str | None:
         if word.startswith("-i") and len(word) > 2:
             return word[2:]
     return None
-
-
-def runs_commands(argv: Sequence[str]) -> bool:
-    """Whether the command's own flags make it run another command (`rg --pre x`, `rsync -e`, `fd -x`), or,
-    for make, its arguments choose the recipes (`SHELL=x`, `CC=x`, `-f other.mk`)."""
-    name = base_name(argv[0]) if argv else ""
-    short = SHORT_EXEC_FLAGS.get(name, frozenset())
-    if name in MAKES and any(is_assignment(word) or word.startswith(MAKE_FILE_FLAGS) for word in argv[1:]):
-        return True
-    return any(word.partition("=")[0] in EXEC_FLAGS or word in short for word in argv[1:])
 
 
 def remembered_as_prefix(argv: Sequence[str]) -> tuple[str, ...] | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
-from coder_agent.globs import compile_glob, escape, glob_regex, unescape
+from coder_agent.globs import compile_glob, escape, unescape
 from coder_agent.permissions.paths import Place
 from coder_agent.permissions.programs import base_name, program_name
 from coder_agent.permissions.shell import SimpleCommand, analyse
@@ -86,8 +86,8 @@ class Rule:
         else:
             pattern, subject = self.pattern.removeprefix("./"), place.relative
         if fold:
-            return _glob(fold_case(pattern)).fullmatch(fold_case(subject)) is not None
-        return _glob(pattern).fullmatch(subject) is not None
+            return _glob_matches(fold_case(pattern), fold_case(subject))
+        return _glob_matches(pattern, subject)
 
     # ---- commands -------------------------------------------------------------------------------
 
@@ -154,10 +154,10 @@ class Rule:
         pattern = self.pattern.lower().rstrip(".")
         if explicit:
             return pattern == host
-        return pattern in ANY or _glob(pattern).fullmatch(host) is not None
+        return pattern in ANY or _glob_matches(pattern, host)
 
     def matches_tool(self, tool: str) -> bool:
-        return self.pattern in ANY or _glob(self.pattern).fullmatch(tool) is not None
+        return self.pattern in ANY or _glob_matches(self.pattern, tool)
 
 
 def fold_case(text: str) -> str:
@@ -186,12 +186,11 @@ def _real_pattern(pattern: str) -> str:
     return (escape(folder).rstrip("/") + tail) if tail else escape(folder)
 
 
-@cache
-def _glob(pattern: str) -> re.Pattern[str]:
+def _glob_matches(pattern: str, subject: str) -> bool:
     """A rule's glob (`coder_agent.globs`); `src/**` also matches the folder `src` itself."""
-    if pattern.endswith("/**"):
-        return re.compile(f"(?s:{glob_regex(pattern[:-3])}(?:/.*)?)")
-    return compile_glob(pattern)
+    if compile_glob(pattern).matches(subject):
+        return True
+    return pattern.endswith("/**") and compile_glob(pattern[:-3]).matches(subject)
 
 
 def folder_rule(kind: str, place: Place) -> Rule:

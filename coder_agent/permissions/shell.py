@@ -1,8 +1,9 @@
 """Command lines parsed with a real shell grammar (tree-sitter-bash) into the simple commands they run.
 
 `analyse(line)` finds every simple command a bash line runs: through `&&`, `||`, `;`, `&`, pipes, subshells,
-`{ }`, `if`/`for`/`while`/`case`, functions, `$(…)`, backticks, `<(…)`, here-documents that expand, and
-the command strings of `bash -c`, `sh -c`, `eval`, `watch`, `trap`, `xargs sh -c`, `find -exec`. Each is
+`{ }`, `if`/`for`/`while`/`case`, functions, `$(…)`, backticks, `<(…)`, here-documents that expand, the
+command strings of `bash -c`, `sh -c`, `eval`, `watch`, `trap`, `xargs sh -c`, and those other programs run from
+their arguments (`find -exec`, `git -c alias.x='!…'`, `ssh -o ProxyCommand=…`, `zip -TT …`: `embedded`). Each is
 normalised: quotes and backslashes removed, `/bin/rm` read as `rm`, `NAME=value` assignments and wrappers
 (`sudo`, `env`, `timeout`, `xargs`, … in `programs`) peeled off. Each records the files it visibly writes
 (redirections, `tee`, write flags) and whether a word-prefix rule may cover it at all.
@@ -21,14 +22,17 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-from coder_agent.permissions.programs import SHELLS, base_name, program_name, runs_commands, unwrap
+from coder_agent.permissions.embedded import KNOWN, environment, inspect
+from coder_agent.permissions.options import Findings
+from coder_agent.permissions.programs import SHELLS, base_name, program_name, unwrap
 from coder_agent.permissions.words import (
+    GLOB_CHARS,
+    STRAY_READ_WRITE,
     joins_words,
     node_text,
     reads_input,
     redirection_texts,
-    unescape,
-    unescape_double,
+    word_value,
 )
 from coder_agent.permissions.writes import SHORT_WRITE_FLAGS, file_operands, write_targets
 
@@ -36,11 +40,11 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 MAX_DEPTH = 8
-LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | {
+LITERAL_ARGS_ONLY = frozenset(SHORT_WRITE_FLAGS) | KNOWN | {
     "pytest", "py.test", "mypy", "tsc", "cargo", "eslint", "prettier", "jest", "vitest", "coverage", "tee", "sed",
     "dd", "find", "ruff", "black", "npm", "pnpm", "yarn", "uv", "pip",
 }  # fmt: skip
-"""Programs with flags that write files: an argument that is not fixed text could be one of them."""
+"""Programs with flags that write files or run commands: an argument that is not fixed text could be one of them."""
 RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in", "function",
      "select", "{", "}", "!", "[[", "]]", "coproc"}
@@ -76,6 +80,12 @@ class SimpleCommand:
     mentions: tuple[str, ...] = ()
     """The words of its arguments, assignments and wrappers split at shell punctuation (`alias.x=!rm f` gives
     `alias.x`, `rm`, `f`): a program it may run from its arguments is among them."""
+    hidden: tuple[str, ...] = ()
+    """What it runs that its words do not show (a config file's programs, `awk`'s `system()` of a built string):
+    deny rules cannot be checked against it (see `embedded`)."""
+    globs: tuple[str, ...] = ()
+    """Those of `writes` and `touches` the shell expands as globs (`> l*`, `rm -rf d/*/x`): where they land is
+    found by expanding them."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,18 @@ def analyse(line: str) -> CommandLine:
     except RecursionError:
         walker.problem("the line is nested too deep to follow")
     invocations = tuple(dict.fromkeys(walker.invocations))
+    if walker.problems:  # `<>` is not in the grammar: the file it opens is still a write
+        for match in STRAY_READ_WRITE.finditer(line):
+            target = _unquoted(match.group(1))
+            walker.commands.append(SimpleCommand((), (), f"<> {shlex.quote(target)}", (target,), True, line))
     return CommandLine(line, tuple(walker.commands), invocations, tuple(walker.problems), tuple(walker.directories))
+
+
+def _unquoted(word: str) -> str:
+    try:
+        return "".join(shlex.split(word)) or word
+    except ValueError:
+        return word
 
 
 @dataclass
@@ -136,7 +157,6 @@ class _Walker:
     """That wrapper, in front of every command text inside it, so `sudo bash -c 'x'` never reads as `x`."""
     origin: str = ""
     """The statement whose exact rule covers the commands being walked ("" : each command's own source)."""
-    find_origin: str = ""
 
     def problem(self, text: str) -> None:
         if text not in self.problems:
@@ -246,38 +266,15 @@ class _Walker:
     # ---- words ----------------------------------------------------------------------------------
 
     def word(self, node: Node) -> _Word:
-        kind = node.type
+        if node.type != "variable_assignment":
+            return _Word(*word_value(node))
         text = node_text(node)
-        if kind == "word":
-            value = unescape(text)
-            literal = not any(c in text for c in "*?[{") and not text.startswith("~")
-            result = _Word(value, literal)
-        elif kind == "number":
-            result = _Word(text, True)
-        elif kind == "raw_string":
-            result = _Word(text[1:-1], True)
-        elif kind == "ansi_c_string":
-            result = _Word(text[2:-1], "\\" not in text)
-        elif kind in ("string", "translated_string"):
-            parts = [c for c in node.named_children]
-            literal = all(c.type == "string_content" for c in parts)
-            value = "".join(unescape_double(node_text(c)) for c in parts) if literal else text
-            result = _Word(value, literal)
-        elif kind == "concatenation":
-            pieces = [self.word(c) for c in node.named_children]
-            result = _Word("".join(p.value for p in pieces), all(p.literal for p in pieces))
-            if not result.literal:
-                result = _Word(text, False)
-        elif kind == "variable_assignment":
-            name_node = node.child_by_field_name("name")
-            value_node = node.child_by_field_name("value")
-            inner = self.word(value_node) if value_node is not None else _Word("", True)
-            prefix = node_text(name_node) if name_node is not None else text.partition("=")[0]
-            op = "+=" if text[len(prefix) :].startswith("+=") else "="
-            result = _Word(f"{prefix}{op}{inner.value}", inner.literal)
-        else:
-            result = _Word(text, False)
-        return result
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        inner = self.word(value_node) if value_node is not None else _Word("", True)
+        prefix = node_text(name_node) if name_node is not None else text.partition("=")[0]
+        op = "+=" if text[len(prefix) :].startswith("+=") else "="
+        return _Word(f"{prefix}{op}{inner.value}", inner.literal)
 
     # ---- commands -------------------------------------------------------------------------------
 
@@ -314,17 +311,25 @@ class _Walker:
         origin: str = "",
     ) -> None:
         """Record one simple command: unwrap it, find what it writes, and whether a prefix rule may cover it."""
-        redirect_texts, writes = redirection_texts([*own_redirects, *redirects])
+        redirect_texts, writes, globs = redirection_texts([*own_redirects, *redirects])
         for word in assignments:
             self.code_like(word.value if word.literal else "")
+        settings = Findings()
+        environment([a.value for a in assignments], settings)
+        self.embedded(
+            settings, tuple(a.value for a in assignments), tuple(a.literal for a in assignments), depth, origin
+        )
         if assignments_only or not words:
             text = " ".join([*(shlex.quote(a.value) for a in assignments), *redirect_texts])
             if text:
                 text = self.context + text
                 mentions = _tokens([a.value for a in assignments])
                 self.commands.append(
-                    SimpleCommand((), (), text, tuple(writes), True, self.origin or origin, mentions=mentions)
-                )
+                    SimpleCommand(
+                        (), (), text, tuple(writes), True, self.origin or origin, mentions=mentions,
+                        hidden=tuple(settings.hidden), globs=tuple(globs),
+                    )
+                )  # fmt: skip
             return
         values = [w.value for w in words]
         peeled = unwrap(values)
@@ -359,9 +364,14 @@ class _Walker:
             literal = tuple(w.literal for w in argv_words)
             self.invocations.append((base_name(head.value), *argv[1:]))
             name = base_name(program)
-            if name in ("find", "fd", "fdfind"):
-                self.find_origin = origin
-                code_words.update(peeled.argv[0] + k for k in self.find(argv, literal, depth))
+            found = inspect(argv)
+            code_words.update(peeled.argv[0] + k for k in self.embedded(found, argv, literal, depth, origin))
+            layered, wrapper_words = Findings(), words[: peeled.argv[0]]  # `env NAME=value …`, `sudo NAME=value …`
+            environment([w.value for w in wrapper_words], layered)
+            wrapper_values = tuple(w.value for w in wrapper_words)
+            wrapper_literal = tuple(w.literal for w in wrapper_words)
+            code_words.update(self.embedded(layered, wrapper_values, wrapper_literal, depth, origin))
+            found.hidden += settings.hidden + layered.hidden
             if (name in SHELLS or name in ("source", ".")) and not all(literal):
                 self.problem(f"`{name}` runs code from a name that is not fixed text")
             if name in ("source", ".") and len(argv) > 1 and reads_input(argv[1]):
@@ -379,54 +389,59 @@ class _Walker:
                     self.parse(code, depth + 1, context=name if exact else None, origin=origin)
                 else:
                     self.problem("a command string that is not fixed text")
-            writes += peeled.writes + write_targets(argv)
+            writes += peeled.writes + write_targets(argv) + found.writes
             unknown_args = base_name(program) in LITERAL_ARGS_ONLY and not all(literal)
             lead = [shlex.quote(a.value) for a in assignments] + [shlex.quote(v) for v in values[: peeled.argv[0]]]
             text = self.context + " ".join([*lead, shlex.join(argv), *redirect_texts])
-            exact_only = exact or bool(writes) or unknown_args or runs_commands(argv)
+            exact_only = exact or bool(writes) or unknown_args or found.flagged
             wrapped = peeled.argv[0] > 0
             mentions = _tokens([*(a.value for a in assignments), *values[: peeled.argv[0]], *argv[1:]])
             touches = tuple(file_operands(argv))
+            globbed = [w.value for w in argv_words[1:] if not w.literal and GLOB_CHARS.search(w.value)]
+            globs += [t for t in (*writes, *touches) if any(t and t in g for g in globbed)]
             if name in ("cd", "pushd", "popd"):
                 self.directories.append(_directory(name, argv, literal))
             self.commands.append(
                 SimpleCommand(
                     argv, literal, text, tuple(writes), exact_only, self.origin or origin or text, wrapped, touches,
-                    mentions,
+                    mentions, tuple(found.hidden), tuple(dict.fromkeys(globs)),
                 )
             )  # fmt: skip
         for k, word in enumerate(words):
             if word.literal and k not in code_words:
                 self.code_like(word.value)
 
-    def find(self, argv: tuple[str, ...], literal: tuple[bool, ...], depth: int) -> set[int]:
-        """`find -exec/-execdir/-ok/-okdir … ;` runs commands (recorded here; their word indexes are returned);
-        `-delete` deletes (a deny rule for rm sees it)."""
-        consumed: set[int] = set()
-        fd = base_name(argv[0]) != "find"
-        i = 1
-        while i < len(argv):
-            if argv[i] in (("-x", "--exec", "-X", "--exec-batch") if fd else ("-exec", "-execdir", "-ok", "-okdir")):
-                closers = () if fd else (";", "+")
-                end = next((j for j in range(i + 1, len(argv)) if argv[j] in closers), len(argv) if fd else None)
-                if end is None:
-                    self.problem("`find -exec` without its closing `;` or `+`")
-                    return consumed
-                inner = [_Word(argv[j], literal[j] and "{" not in argv[j]) for j in range(i + 1, end)]
-                consumed.update(range(i + 1, end))
-                if inner:
-                    saved = self.context
-                    self.context = f"{saved}find {argv[i]} ⟨"
-                    try:
-                        self.add([], inner, [], (), depth=depth, via="find", origin=self.origin or self.find_origin)
-                    finally:
-                        self.context = saved
-                i = end + 1
-                continue
-            if argv[i] == "-delete":
-                self.invocations.append(("rm", "-delete"))
-            i += 1
-        return consumed
+    def embedded(
+        self, found: Findings, argv: tuple[str, ...], literal: tuple[bool, ...], depth: int, origin: str
+    ) -> set[int]:
+        """Walk what a command runs from its arguments (`embedded.inspect`): each command line as commands of
+        their own, only an exact rule allowing them (a deny rule sees inside); each run of words (`find -exec`) as
+        one command. A command line that is not fixed text or does not parse is hidden instead. Returns the
+        indexes of the words walked."""
+        for problem in found.problems:
+            self.problem(problem)
+        self.invocations += found.invocations
+        walked: set[int] = set()
+        for k, code in found.code:
+            if not literal[k] or not code.strip():
+                found.hide("a command string that is not fixed text")
+            elif not analyse(code).understood:
+                found.hide(f"a command string the policy cannot follow: {'; '.join(analyse(code).problems)}")
+            else:
+                walked.add(k)
+                self.parse(code, depth + 1, context=shlex.join(argv[:k]) or argv[0], origin=origin)
+        for start, end, label, placeholder in found.runs:
+            inner = [
+                _Word(argv[j], literal[j] and not (placeholder and placeholder in argv[j])) for j in range(start, end)
+            ]
+            walked.update(range(start, end))
+            saved = self.context
+            self.context = f"{saved}{label} ⟨"
+            try:
+                self.add([], inner, [], (), depth=depth, via=label, origin=self.origin or origin)
+            finally:
+                self.context = saved
+        return walked
 
 
 def _code_arguments(name: str, argv: tuple[str, ...]) -> list[tuple[int, str]]:

@@ -1,8 +1,10 @@
 """Shell words and redirections as bash reads them: a node's text, unquoting, the files a redirection writes.
 
-Helpers of `shell` (which walks the tree-sitter syntax tree): `unescape` and `unescape_double` give a word's
-value the way bash removes backslashes, `redirection_texts` gives the canonical text of redirections and the
-files they write, `joins_words` finds a backslash-newline that bash reads as nothing inside a word (`r\\<newline>m`
+Helpers of `shell` (which walks the tree-sitter syntax tree): `word_value` gives a word node's value as bash
+reads it (quotes and backslashes removed, pieces joined: `"OUT"/f` is `OUT/f`) and whether it is fixed text,
+`unescape` and `unescape_double` remove backslashes the way bash does, `redirection_texts` gives the canonical
+text of redirections and the files they write (every write operator: `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `>&`
+with a file), `joins_words` finds a backslash-newline that bash reads as nothing inside a word (`r\\<newline>m`
 is `rm`), and `reads_input` names the paths through which a program reads its standard input.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -52,19 +54,60 @@ def unescape_double(text: str) -> str:
     return "".join(out)
 
 
-def redirection_texts(nodes: list[Node]) -> tuple[list[str], list[str]]:
-    """Canonical texts of redirections, and the files they write."""
+GLOB_CHARS = re.compile(r"[*?\[{]")
+STRAY_READ_WRITE = re.compile(r"""(?<![<>])\d*<>\s*("[^"]*"|'[^']*'|[^\s;&|()<>]+)""")
+"""`<>` (open for reading and writing), which the grammar does not know: found in the text of a line it could not
+parse, so the file is still seen."""
+
+
+def word_value(node: Node) -> tuple[str, bool]:
+    """A word node's value as bash reads it, and whether it is fixed text (no expansion, glob or brace)."""
+    kind = node.type
+    text = node_text(node)
+    if kind == "word":
+        return unescape(text), not any(c in text for c in "*?[{") and not text.startswith("~")
+    if kind == "number":
+        return text, True
+    if kind == "raw_string":
+        return text[1:-1], True
+    if kind == "ansi_c_string":
+        return text[2:-1], "\\" not in text
+    if kind in ("string", "translated_string"):
+        parts = list(node.named_children)
+        if all(c.type == "string_content" for c in parts):
+            return "".join(unescape_double(node_text(c)) for c in parts), True
+        return text, False
+    if kind == "concatenation":
+        pieces = [word_value(c) for c in node.named_children]
+        if all(literal for _, literal in pieces):
+            return "".join(value for value, _ in pieces), True
+        if all(literal or not _expands(c) for c, (_, literal) in zip(node.named_children, pieces, strict=True)):
+            return "".join(value for value, _ in pieces), False  # fixed text with a glob in it: `"OUT"/*`
+        return text, False
+    return text, False
+
+
+def _expands(node: Node) -> bool:
+    """Whether a piece of a word holds an expansion (`$x`, `$(…)`, a backtick), not just glob characters."""
+    return node.type not in ("word", "raw_string", "string", "number", "ansi_c_string") or "$" in node_text(node)
+
+
+def redirection_texts(nodes: list[Node]) -> tuple[list[str], list[str], list[str]]:
+    """Canonical texts of redirections, the files they write, and those of them the shell expands as globs."""
     texts: list[str] = []
     writes: list[str] = []
+    globs: list[str] = []
     for node in nodes:
         if node.type != "file_redirect":
             texts.append(node_text(node))
             nested = [c for c in node.named_children if c.type == "file_redirect"]
-            writes += redirection_texts(nested)[1]
+            _, more, more_globs = redirection_texts(nested)
+            writes += more
+            globs += more_globs
             continue
         fd = ""
         op = ""
-        target: Any = None
+        target: Node | None = None
         for child in node.children:
             if child.type == "file_descriptor":
                 fd = node_text(child)
@@ -72,26 +115,15 @@ def redirection_texts(nodes: list[Node]) -> tuple[list[str], list[str]]:
                 op = child.type
             else:
                 target = child
-        value = target_value(target)
+        value, literal = word_value(target) if target is not None else ("", True)
         duplicate = op in (">&", "<&") and (value.isdigit() or value == "-")
         texts.append(f"{fd}{op}{value}" if duplicate else f"{fd}{op} {shlex.quote(value)}")
         harmless = value in HARMLESS_TARGETS or value.startswith("/dev/fd/")
         if (op in WRITE_REDIRECTS or (op == ">&" and not duplicate)) and not harmless:
             writes.append(value)
-    return texts, writes
-
-
-def target_value(node: Any) -> str:
-    if node is None:
-        return ""
-    text = node_text(node)
-    if node.type == "word":
-        return unescape(text)
-    if node.type == "raw_string":
-        return text[1:-1]
-    if node.type == "string" and all(c.type == "string_content" for c in node.named_children):
-        return "".join(unescape_double(node_text(c)) for c in node.named_children)
-    return text
+            if not literal and GLOB_CHARS.search(value):
+                globs.append(value)
+    return texts, writes, globs
 
 
 def joins_words(line: str) -> bool:

@@ -1,16 +1,20 @@
 """What a command visibly writes: its flags that write files (`--output`, `curl -o`, `sed -i`, `dd of=`), and
 the files it changes by naming them (`rm x`, `cp a DEST`, `tar -x -C DIR`).
 
-`write_targets` gives the files a command's flags write (for allow rules, such a command is exact-only);
-`file_operands` the files its operands change (judged for where they are, like writes, without making it
-exact-only); `is_write_flag` says whether a word is a flag that writes or runs something.
+Options are read as each program reads them (`options.scan`): attached short values (`curl -sSLo F`, `wget -qOF`,
+`sort -oF`, `unzip -dDIR`), combined flags (`install -Dt DIR`, `cp -at DIR`), `--name=value`, and tar's old style
+(`tar xfC a.tar DIR`). `write_targets` gives the files a command's flags write (for allow rules, such a command is
+exact-only); `file_operands` the files its operands change (judged for where they are, like writes, without making
+it exact-only); `is_write_flag` says whether a word is a flag that writes or runs something.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
+from coder_agent.permissions.options import Syntax, names_in, scan, words
 from coder_agent.permissions.programs import EXEC_FLAGS, base_name
 
 GENERIC_WRITE_FLAGS = frozenset(
@@ -20,38 +24,106 @@ GENERIC_WRITE_FLAGS = frozenset(
         "--report-log", "--resultlog", "--cov-report", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii",
         "--stderr", "--in-place", "--directory-prefix", "--output-document", "--append-output", "--remote-name",
         "--remote-name-all", "--target-dir", "--cache-dir", "--html-report", "--xml-report", "--write",
+        "--etag-save", "--alt-svc", "--hsts", "--reject-file", "--index-file", "--write-batch", "--only-write-batch",
     }
 )  # fmt: skip
 """Long flags that make any program write a file (their value, or a name it picks)."""
-SHORT_WRITE_FLAGS: dict[str, frozenset[str]] = {
-    "curl": frozenset({"-o", "-O", "-D", "-c"}),
-    "wget": frozenset({"-O", "-o", "-a", "-P"}),
-    "sort": frozenset({"-o"}),
-    "git": frozenset({"-o"}),
-    "ruff": frozenset({"-o"}),
-    "patch": frozenset({"-o"}),
-    "pandoc": frozenset({"-o"}),
-    "openssl": frozenset({"-out"}),
-    "unzip": frozenset({"-d"}),
-    "javac": frozenset({"-d"}),
-    **{cc: frozenset({"-o"}) for cc in ("cc", "gcc", "g++", "c++", "clang", "clang++", "go", "rustc", "ld", "as")},
+VALUELESS_WRITE_FLAGS = frozenset({"--remote-name", "--remote-name-all", "--in-place"})
+GENERIC_VALUES = frozenset(flag[2:] for flag in GENERIC_WRITE_FLAGS - VALUELESS_WRITE_FLAGS)
+COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "clang++", "rustc", "ld", "as", "ld.lld", "ld.gold", "tcc")
+TAR = Syntax(
+    short_values="bCfFgHIKLNTVX",
+    long_values=words("directory file to-command checkpoint-action use-compress-program rsh-command rmt-command "
+                      "info-script new-volume-script index-file exclude exclude-from files-from transform xform owner "
+                      "group mode mtime newer after-date label blocking-factor record-size format listed-incremental "
+                      "starting-file volno-file tape-length suffix strip-components newer-mtime sort warning"),
+    long_optional=words("checkpoint backup occurrence atime-preserve one-top-level"),
+    long_known=words("extract get create append update catenate concatenate delete list diff compare "
+                     "force-local to-stdout verbose"),
+)  # fmt: skip
+RSYNC = Syntax(
+    short_values="efTBM",
+    long_values=words("rsh rsync-path filter exclude include exclude-from include-from files-from temp-dir "
+                      "partial-dir backup-dir suffix log-file password-file port timeout bwlimit write-batch "
+                      "only-write-batch read-batch chmod chown compare-dest copy-dest link-dest remote-option "
+                      "block-size max-size min-size"),
+)  # fmt: skip
+WRITERS: dict[str, tuple[Syntax, frozenset[str]]] = {
+    "curl": (
+        Syntax(
+            short_values="AbcCdDeEFHKmoPQrTuUwxXyYz",
+            abbreviate=False,
+            long_values=words(
+                "output dump-header cookie-jar trace trace-ascii stderr output-dir etag-save "
+                "alt-svc hsts header data user-agent user request url config cookie form"
+            ),
+        ),
+        words("-o -D -c -O"),
+    ),
+    "wget": (
+        Syntax(
+            short_values="oaiBtOTwQPlARDXIUen",
+            long_values=words(
+                "output-file append-output output-document directory-prefix input-file execute use-askpass config"
+            ),
+        ),
+        words("-o -a -O -P"),
+    ),
+    "sort": (
+        Syntax(
+            short_values="ktoST",
+            long_values=words("key field-separator output buffer-size temporary-directory compress-program"),
+        ),
+        words("-o"),
+    ),
+    "ruff": (Syntax(short_values="o"), words("-o")),
+    "patch": (
+        Syntax(short_values="BDFiopVYzrdg", long_values=words("output reject-file input directory")),
+        words("-o -r"),
+    ),
+    "pandoc": (Syntax(short_values="ofrtdMVcHBAL"), words("-o")),
+    "unzip": (Syntax(short_values="dP", permute=True), words("-d")),
+    "strace": (Syntax(short_values="abeEIoOpPsSuUX"), words("-o")),
+    "ltrace": (Syntax(short_values="aAeEnolpsSuwx"), words("-o")),
+    "less": (Syntax(short_values="bhjkoOpPtTxyz#D"), words("-o -O")),
+    "go": (Syntax(single_dash=words("o C"), single_dash_values=words("o C"), abbreviate=False), words("-o")),
+    "javac": (
+        Syntax(
+            single_dash=words("d s h cp classpath sourcepath"),
+            single_dash_values=words("d s h cp classpath sourcepath"),
+            abbreviate=False,
+        ),
+        words("-d -s -h"),
+    ),
+    "openssl": (
+        Syntax(single_dash=words("out keyout"), single_dash_values=words("out keyout"), abbreviate=False),
+        words("-out -keyout"),
+    ),
+    **{cc: (Syntax(short_values="oIlLDUxu"), words("-o")) for cc in COMPILERS},
 }
-VALUELESS_WRITE_FLAGS = frozenset({"-O", "--remote-name", "--remote-name-all", "--in-place"})
+"""Programs with short or one-dash flags that write a file: how they read options, and those flags."""
+SHORT_WRITE_FLAGS = {name: names for name, (_, names) in WRITERS.items()}
+GIT_WRITERS = {"archive": "o", "format-patch": "o"}
 
 
 def write_targets(argv: Sequence[str]) -> list[str]:
-    """Files a command's own flags write (`--output=x`, `curl -o x`, `tee x`, `sed -i`, `dd of=x`, find -fprint)."""
+    """Files a command's own flags write (`--output=x`, `curl -sSLo x`, `tee x`, `sed -i`, `dd of=x`,
+    `find -fprint x`)."""
     if not argv:
         return []
     name = base_name(argv[0])
-    short = SHORT_WRITE_FLAGS.get(name, frozenset())
     found: list[str] = []
+    syntax, flags = WRITERS.get(name, (Syntax(abbreviate=False), frozenset()))
+    if name == "git" and (sub := next((w for w in argv[1:] if not w.startswith("-")), "")) in GIT_WRITERS:
+        syntax, flags = Syntax(short_values=GIT_WRITERS[sub]), frozenset({f"-{GIT_WRITERS[sub]}"})
+    options, _ = scan(argv, dataclasses.replace(syntax, long_values=syntax.long_values | GENERIC_VALUES))
+    for option in options:
+        if names_in(option, GENERIC_WRITE_FLAGS) or names_in(option, flags):
+            found.append(option.value if option.value is not None else "")  # without one: a name it picks
     for i, word in enumerate(argv[1:], start=1):
-        head, eq, value = word.partition("=")
+        head, _, value = word.partition("=")
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
-        if head in GENERIC_WRITE_FLAGS or head in short:
-            found.append(value if eq else "" if head in VALUELESS_WRITE_FLAGS else nxt)
-        elif name == "tee" and not word.startswith("-"):
+        if name == "tee" and not word.startswith("-"):
             found.append(word)
         elif name in ("sed", "gsed", "perl") and re.match(r"-[A-Za-z]*i", word) and not word.startswith("--"):
             found.append("")  # in-place editing of its input files
@@ -64,71 +136,87 @@ def write_targets(argv: Sequence[str]) -> list[str]:
     return found
 
 
-_OPERANDS: dict[str, tuple[str, str]] = {
-    "rm": ("all", ""),
-    "rmdir": ("all", ""),
-    "unlink": ("all", ""),
-    "shred": ("all", "-n -s --iterations --size --random-source"),
-    "touch": ("all", "-d -r -t --date --reference"),
-    "mkdir": ("all", "-m --mode --context"),
-    "truncate": ("all", "-s -r -o --size --reference"),
-    "chmod": ("after-first", "--reference"),
-    "chown": ("after-first", "--reference --from"),
-    "chgrp": ("after-first", "--reference"),
-    "mv": ("all", "-t -S --target-directory --suffix"),
-    "cp": ("last", "-t -S --target-directory --suffix"),
-    "ln": ("last", "-t -S --target-directory --suffix"),
-    "install": ("last", "-m -o -g -t -S --mode --owner --group --target-directory --suffix"),
-    "rsync": ("last", "-e -f -T -B --rsh --filter --exclude --include --exclude-from --include-from --files-from "
-              "--chmod --chown --temp-dir --partial-dir --backup-dir --suffix --log-file --password-file --port "
-              "--timeout --bwlimit --block-size --max-size --min-size --compare-dest --copy-dest --link-dest"),
-}  # fmt: skip
+def _copier(short: str = "", values: str = "", optional: str = "") -> Syntax:
+    """cp, mv, ln and install: `-t DIR`/`--target-directory`, `-S`/`--suffix`, `--backup[=…]`, and their own."""
+    return Syntax(
+        short_values="tS" + short,
+        long_values=words(f"target-directory suffix {values}"),
+        long_optional=words(f"backup {optional}"),
+    )
+
+
+_OPERANDS: dict[str, tuple[str, Syntax]] = {
+    "rm": ("all", Syntax()),
+    "rmdir": ("all", Syntax()),
+    "unlink": ("all", Syntax()),
+    "shred": ("all", Syntax(short_values="ns", long_values=words("iterations size random-source"))),
+    "touch": ("all", Syntax(short_values="drt", long_values=words("date reference time"))),
+    "mkdir": ("all", Syntax(short_values="m", long_values=words("mode"), long_optional=words("context"))),
+    "truncate": ("all", Syntax(short_values="sro", long_values=words("size reference"))),
+    "chmod": ("after-first", Syntax(long_values=words("reference"))),
+    "chown": ("after-first", Syntax(long_values=words("reference from"))),
+    "chgrp": ("after-first", Syntax(long_values=words("reference"))),
+    "mv": ("all", _copier(optional="update")),
+    "cp": ("last", _copier(optional="update preserve no-preserve reflink sparse")),
+    "ln": ("last", _copier()),
+    "install": ("last", _copier("mgo", "mode owner group strip-program")),
+    "rsync": ("last", RSYNC),
+    "scp": ("last", Syntax(short_values="cDFiJloPSX", abbreviate=False)),
+}
 """Programs whose operands are files they change: every operand (`rm`, `mv`: its sources go away), all but
-the first (`chmod MODE FILE…`) or the last (`cp … DEST`), and the options that take a value."""
+the first (`chmod MODE FILE…`) or the last (`cp … DEST`), and how they read their options."""
+REMOTE = re.compile(r"[^/]*:")
+"""`host:path` (rsync, scp): a file on another machine."""
 
 
 def file_operands(argv: Sequence[str]) -> list[str]:
     """The files a command changes by naming them as operands (`rm x`, `cp a DEST`, `tar -x -C DIR`)."""
     name = base_name(argv[0]) if argv else ""
-    if name == "tar":
-        extracting = any(w.startswith("--extract") or (w[:2] != "--" and "x" in w) for w in argv[1:2]) or any(
-            w in ("-x", "--extract", "--get") for w in argv[1:]
-        )
-        return _option_values(argv, ("-C", "--directory")) if extracting else []
+    if name in ("tar", "gtar", "bsdtar"):
+        return _tar_writes(argv)
     spec = _OPERANDS.get(name)
     if spec is None:
         return []
-    which, takes = spec[0], frozenset(spec[1].split())
-    operands: list[str] = []
-    i, options = 1, True
-    while i < len(argv):
-        word = argv[i]
-        if options and word == "--":
-            options = False
-        elif options and word.startswith("-") and len(word) > 1:
-            i += 1 if word in takes else 0
-        elif not (name == "rsync" and re.match(r"[^/]*:", word)):  # rsync's host:path is another machine
-            operands.append(word)
-        i += 1
-    targets = _option_values(argv, ("-t", "--target-directory"))
+    which, syntax = spec
+    options, indexes = scan(argv, syntax)
+    operands = [argv[k] for k in indexes if not (name in ("rsync", "scp") and REMOTE.match(argv[k]))]
+    targets = [o.value for o in options if names_in(o, {"-t", "--target-directory"}) and o.value is not None]
     if which == "all":
         return operands + targets
     if which == "after-first":
-        return operands if any(w.startswith("--reference") for w in argv) else operands[1:]
+        return operands if any(names_in(o, {"--reference"}) for o in options) else operands[1:]
     return targets + (operands[-1:] if len(operands) >= 2 and not targets else [])
 
 
-def _option_values(argv: Sequence[str], names: tuple[str, ...]) -> list[str]:
-    found = []
-    for i, word in enumerate(argv[1:], start=1):
-        head, eq, value = word.partition("=")
-        if word in names and i + 1 < len(argv):
-            found.append(argv[i + 1])
-        elif eq and head in names:
-            found.append(value)
-        elif any(word.startswith(n) and len(word) > len(n) and not n.startswith("--") for n in names):
-            found.append(word[2:])
+def _tar_writes(argv: Sequence[str]) -> list[str]:
+    """tar extracting writes under `-C DIR`; creating or adding writes the archive (`-f`)."""
+    if len(argv) > 1 and not argv[1].startswith("-"):
+        argv = tar_old_style(argv)
+    options, _ = scan(argv, TAR)
+    letters = {name for option in options for name in option.names}
+    extracting = bool(letters & {"-x", "--extract", "--get"})
+    creating = bool(letters & {"-c", "-r", "-u", "-A", "--create", "--append", "--update", "--catenate",
+                               "--concatenate", "--delete"})  # fmt: skip
+    found: list[str] = []
+    for option in options:
+        if option.value is None:
+            continue
+        into = extracting and names_in(option, {"-C", "--directory"})
+        if into or (creating and names_in(option, {"-f", "--file"}) and option.value != "-"):
+            found.append(option.value)
     return found
+
+
+def tar_old_style(argv: Sequence[str]) -> list[str]:
+    """`tar xfC a.tar DIR`: the letters of the first word are options, their values the next words in order."""
+    letters, rest = argv[1], list(argv[2:])
+    out = [argv[0]]
+    for letter in letters:
+        if letter in TAR.short_values and rest:
+            out += [f"-{letter}", rest.pop(0)]
+        else:
+            out.append(f"-{letter}")
+    return out + rest
 
 
 def is_write_flag(word: str) -> bool:

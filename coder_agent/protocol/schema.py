@@ -91,6 +91,13 @@ class ClientCapabilities(_Lenient):
     """`plan_update` and `plan_removed` are shown (RFD "Plan Operations"; the SDK's draft schema names it `plan`)."""
     plan_capabilities: dict[str, Any] | None = None
     """The same, by the name the RFD's text gives it (`planCapabilities`)."""
+    lsp: dict[str, Any] | None = None
+    """The client forwards requests to its language servers (draft RFD "Language Server Proxy": `lsp/servers`,
+    `lsp/request`); offered under `_meta.lsp` until the RFD is stable, and read from either place."""
+
+    @property
+    def forwards_lsp(self) -> bool:
+        return self.lsp is not None or isinstance((self.meta or {}).get("lsp"), dict)
 
     @property
     def shows_plan_documents(self) -> bool:

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,14 +26,14 @@ from anyio.abc import TaskGroup
 
 from coder_agent.process import PipedLeader, spawn_group
 from coder_agent.sandbox import seatbelt
-from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.cgroups import SessionGroup, default_memory, make_session_group, remove_group
 from coder_agent.sandbox.network import SessionNetwork
 from coder_agent.sandbox.probe import Support, launcher_argv
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.spawner import ForkServerSpawner
 from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE, encode
-from coder_agent.sandbox.walls import Walls, build_walls
+from coder_agent.sandbox.walls import PROXY_VARIABLES, Walls, build_walls
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +54,6 @@ DENIAL_SIGNS = (
     "coder-agent sandbox:",
 )
 """What a command prints when the walls stopped it (file system, network, the proxy's refusal, the launcher)."""
-COMMAND_MARK = "CODER_AGENT_COMMAND"
-"""The environment entry that marks the processes of one sandboxed command."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +76,7 @@ class CommandSandbox:
         folder: Path,
         proxy: HostProxy | None,
         spawner: ForkServerSpawner | None,
-        pids_group: Path | None = None,
+        group: SessionGroup | None = None,
         network: SessionNetwork | None = None,
     ) -> None:
         self.walls = walls
@@ -90,8 +85,9 @@ class CommandSandbox:
         self.proxy = proxy
         self.spawner = spawner
         """Starts local commands without a launcher each (Linux); None: every command goes through `launch`."""
-        self.pids_group = pids_group
-        """The session's pids cgroup (a root agent), which every command joins; None: RLIMIT_NPROC holds them."""
+        self.group = group
+        """The session's cgroup (`sandbox/cgroups.py`: processes and memory), which every command joins; None where
+        none could be made (RLIMIT_NPROC holds the processes, nothing the memory)."""
         self.network = network
         """The network namespace the session's commands share (Linux); None: each has its own (or none at all)."""
 
@@ -123,27 +119,34 @@ class CommandSandbox:
             proxy = None
             if proxy_socket is not None:
                 proxy = HostProxy(proxy_socket, walls.hosts)
-                await proxy.serve(tasks)
+                await proxy.serve(tasks, tcp=support.kind == "seatbelt")  # macOS: no forwarder, a port of ours
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         linux = support.kind == "landlock"
-        spawner = ForkServerSpawner(tasks) if linux else None
-        pids_group = await anyio.to_thread.run_sync(make_pids_group, walls.max_processes) if linux else None
-        network = SessionNetwork(proxy_socket, pids_group) if linux else None
-        return cls(walls, support, folder, proxy, spawner, pids_group, network)
+        memory = (settings.max_memory_mb << 20) if settings.max_memory_mb else default_memory()
+        group = await anyio.to_thread.run_sync(make_session_group, walls.max_processes, memory) if linux else None
+        spawner = ForkServerSpawner(tasks, group.folders if group is not None else ()) if linux else None
+        network = SessionNetwork(proxy_socket, group.folders if group is not None else ()) if linux else None
+        return cls(walls, support, folder, proxy, spawner, group, network)
 
     async def launch(self, argv: Sequence[str], *, shared_network: bool = True) -> tuple[list[str], dict[str, str]]:
         """The command line and environment additions that run `argv` inside the walls: on Linux in the session's
         network (started for the first command that needs it), or with `shared_network=False` in one of its own
         (an MCP server: what it listens on must not be a way around its tools' permission questions)."""
         env = self.walls.environment()
-        spec = self.walls.spec(self.pids_group)
+        spec = self.walls.spec()
+        if self.group is not None:
+            spec["cgroup"] = [str(folder) for folder in self.group.folders]
         shared = await self.network.entry() if self.network is not None and shared_network else None
         if shared is not None:
             spec["network"] = [shared]
         if self.support.kind == "seatbelt":
-            return seatbelt.argv(spec, argv, proxy=self.walls.network == "proxy"), env
+            port = self.proxy.tcp_port if self.proxy is not None else None
+            proxied = self.walls.network == "proxy"
+            if proxied:  # the proxy's own port, or none at all (fail closed)
+                env.update(dict.fromkeys(PROXY_VARIABLES, f"http://127.0.0.1:{port}" if port is not None else ""))
+            return seatbelt.argv(spec, argv, proxy=proxied, proxy_port=port), env
         env[SPEC_VARIABLE] = encode(spec)
         return [*launcher_argv(), "--", *argv], env
 
@@ -173,38 +176,36 @@ class CommandSandbox:
             stderr=subprocess.STDOUT if errors else subprocess.DEVNULL,
         )
 
+    def describe(self) -> list[str]:
+        """The walls in words, one line each, and the session's limits."""
+        return [*self.walls.describe(), *([self.group.describe()] if self.group is not None else [])]
+
     def guard(self) -> CommandGuard:
-        """What one command needs around it: a mark for its processes, the git redirects there were before it."""
-        return CommandGuard(self.walls, uuid.uuid4().hex, self.walls.git_redirects())
+        """What one command needs around it: the git redirects there were before it. (What it leaves running ends
+        with it: it has a PID namespace of its own, `sandbox/supervisor.py`.)"""
+        return CommandGuard(self.walls, self.walls.git_redirects())
 
     async def aclose(self) -> None:
         if self.spawner is not None:
             await self.spawner.aclose()
         if self.network is not None:
             await self.network.aclose()
-        if self.pids_group is not None:
-            await anyio.to_thread.run_sync(remove_group, self.pids_group)
+        if self.group is not None:
+            await anyio.to_thread.run_sync(remove_group, self.group)
         with contextlib.suppress(OSError):
             await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
 
 
 @dataclass
 class CommandGuard:
-    """One sandboxed command's mark (in `env`, inherited by all it starts) and what it must not leave behind."""
+    """What one sandboxed command must not leave behind: git redirects it made."""
 
     walls: Walls
-    token: str
     git_before: dict[Path, bytes]
 
-    @property
-    def env(self) -> dict[str, str]:
-        return {COMMAND_MARK: self.token}
-
     async def finish(self) -> str:
-        """Once the command has ended: kill what it left running (a daemon that left its process group still
-        carries the mark), and remove the git redirects it made; what was done, as a note for the output."""
+        """Once the command has ended: remove the git redirects it made; what was done, as a note for the output."""
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_kill_marked, f"{COMMAND_MARK}={self.token}".encode())
             made = await anyio.to_thread.run_sync(self.walls.git_redirects)
         notes = []
         for path, says in sorted(made.items()):
@@ -223,25 +224,6 @@ class CommandGuard:
                 f"folder's config and hooks; {undone}.]"
             )
         return "".join(notes)
-
-
-def _kill_marked(mark: bytes) -> None:
-    """SIGKILL every process whose environment holds `mark` (Linux's /proc; elsewhere nothing)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                found = mark in handle.read().split(b"\0")
-        except OSError:
-            continue
-        if found:
-            with contextlib.suppress(OSError):
-                os.kill(int(name), signal.SIGKILL)
 
 
 def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:

@@ -2,8 +2,9 @@
 
 The profile denies by default and allows what a build needs (processes, reading, the usual devices, system
 lookups), reads everywhere but the kept-out paths, writes beneath the writable places but not the protected ones, no
-network but 127.0.0.1 (the proxy's port only, when the network goes through the proxy; any local port otherwise,
-since macOS has no private network namespace), no UNIX sockets outside the walls unless allowed, and signals only
+network but 127.0.0.1 (when the network goes through the proxy, only the port the agent's proxy listens on, which
+the agent holds for the session, so nothing else can own it; any local port otherwise, since macOS has no private
+network namespace), no UNIX sockets outside the walls unless allowed, and signals only
 within the sandbox. Every path enters as a parameter (`-D`), never spliced into the profile's text, so no path can
 change the profile. This module only builds the command line: it is unit-tested here and runs only on macOS.
 """
@@ -15,7 +16,6 @@ from collections.abc import Sequence
 from coder_agent.sandbox.spec import Spec
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-PROXY_PORT = 3128
 
 BASE = """(version 1)
 (deny default)
@@ -42,8 +42,10 @@ BASE = """(version 1)
 """
 
 
-def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
-    """The profile text and its parameters for walls given as the launcher's spec."""
+def profile(spec: Spec, *, proxy: bool, proxy_port: int | None = None) -> tuple[str, dict[str, str]]:
+    """The profile text and its parameters for walls given as the launcher's spec. With `proxy` (the network goes
+    through the agent's proxy), the one port reachable is `proxy_port`, where the proxy listens on 127.0.0.1; without
+    a port, no network at all (fail closed)."""
     params: dict[str, str] = {}
 
     def param(kind: str, values: Sequence[str]) -> list[str]:
@@ -67,7 +69,8 @@ def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
     if denied:
         lines.append(_rule("deny", "file-write*", denied))
     if proxy:
-        lines.append(f'(allow network-outbound (remote ip "localhost:{PROXY_PORT}"))')
+        if proxy_port is not None:
+            lines.append(f'(allow network-outbound (remote ip "localhost:{int(proxy_port)}"))')
     else:
         lines.append('(allow network-bind network-inbound (local ip "localhost:*"))')
         lines.append('(allow network-outbound (remote ip "localhost:*"))')
@@ -81,8 +84,8 @@ def _rule(verdict: str, operations: str, names: list[str]) -> str:
     return f"({verdict} {operations} {filters})"
 
 
-def argv(spec: Spec, command: Sequence[str], *, proxy: bool) -> list[str]:
+def argv(spec: Spec, command: Sequence[str], *, proxy: bool, proxy_port: int | None = None) -> list[str]:
     """`sandbox-exec` with the profile and its parameters, then the command."""
-    text, params = profile(spec, proxy=proxy)
+    text, params = profile(spec, proxy=proxy, proxy_port=proxy_port)
     defines = [part for name, value in params.items() for part in ("-D", f"{name}={value}")]
     return [SANDBOX_EXEC, "-p", text, *defines, *command]

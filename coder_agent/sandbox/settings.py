@@ -82,7 +82,8 @@ class SandboxConfig(BaseModel):
 
     allow_hosts: list[str] = Field(default_factory=list)
     """Hosts a sandboxed command may reach through the proxy: names ("pypi.org"), wildcards ("*.github.com"), or
-    "@registries" for the package registries (PyPI, npm, crates.io, Go, RubyGems, Maven Central, Debian, Ubuntu)."""
+    "@registries" for the package registries (PyPI, npm, crates.io, Go, RubyGems, Maven Central, Debian, Ubuntu);
+    on ports 80 and 443, or on the one an entry names after a colon ("registry.example.com:8443")."""
 
     writable: list[str] = Field(default_factory=list)
     """More folders sandboxed commands may write to, besides the session's folders, a private temp folder and the
@@ -104,6 +105,10 @@ class SandboxConfig(BaseModel):
     max_file_mb: int = Field(default=4096, ge=1)
     """The largest file a sandboxed command may write, in MiB."""
 
+    max_memory_mb: int | None = Field(default=None, ge=64)
+    """The most memory the sandboxed commands of one session may use together, in MiB (and as much again in swap);
+    unset: three quarters of this machine's memory. Held where the agent can make a cgroup (see README, *Limits*)."""
+
     pass_env: list[str] = Field(default_factory=list)
     """Environment variables every process the agent starts gets although their names or values look secret
     (`GH_TOKEN` for a `gh` you run through the agent, say): commands, MCP servers, the agent's own git. Only your
@@ -121,6 +126,9 @@ class SandboxConfig(BaseModel):
                 raise ValueError(f"unknown preset {host!r} (known: {', '.join(PRESETS)})")
             if not host.strip() or "/" in host or " " in host:
                 raise ValueError(f"{host!r} is not a host name")
+            port = host.rpartition("]")[2].rpartition(":")[2] if host.count(":") == 1 or "]:" in host else ""
+            if port and not (port.isdigit() and 0 < int(port) < 65536):
+                raise ValueError(f"{host!r}: the port after the colon must be a number from 1 to 65535")
         return value
 
     def hosts(self) -> tuple[str, ...]:

@@ -93,8 +93,12 @@ class ServedProcess:
 class ForkServerSpawner:
     """Starts sandboxed commands through this agent's fork server."""
 
-    def __init__(self, tasks: TaskGroup) -> None:
+    def __init__(self, tasks: TaskGroup, cgroups: tuple[Path, ...] = (), enter: Path = ENTER) -> None:
         self._tasks = tasks
+        self._cgroups = cgroups
+        """The session's cgroup folders: the server joins them, so its children are born there."""
+        self._enter = enter
+        """The launcher that serves (another checkout's, for `bench/sandbox.py --baseline`)."""
         self._server: Process | None = None
         self._channel: UNIXSocketStream | None = None
         self._running: dict[int, ServedProcess] = {}
@@ -138,13 +142,21 @@ class ForkServerSpawner:
         watch_group(process.pid)
         return process
 
+    @property
+    def server_pid(self) -> int | None:
+        """The fork server's pid, while it runs (benchmarks read its children's times)."""
+        return self._server.pid if self._server is not None and self._server.returncode is None else None
+
     async def _channel_ready(self) -> UNIXSocketStream:
         if self._channel is not None and self._server is not None and self._server.returncode is None:
             return self._channel
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._server = await spawn_group(
-                [sys.executable, "-I", "-S", str(ENTER), "--serve", str(theirs.fileno())],
+                [
+                    *(sys.executable, "-I", "-S", str(self._enter), "--serve", str(theirs.fileno())),
+                    *(part for folder in self._cgroups for part in ("--cgroup", str(folder))),
+                ],
                 env=child_env(),  # no secrets: unlike the agent it is dumpable, and each command gets its own env
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

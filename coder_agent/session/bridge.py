@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Protocol
 
 from coder_agent.errors import CallFailed
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.user_questions import Answer, Question
 
@@ -61,7 +63,7 @@ async def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[li
     """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
     top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
     argv = shell_argv(command)
-    return await sandbox.launch(argv) if sandbox is not None else (argv, {})
+    return await sandbox.launch(argv) if sandbox is not None else (held_together(argv, agent_is_parent=False), {})
 
 
 class ClientBridge(Protocol):
@@ -119,6 +121,10 @@ class ClientBridge(Protocol):
         """Start a shell command line in the background (a job), inside `sandbox`'s walls when one is given, with its
         standard input open for writing with `with_input` (else it reads end of file). BridgeError if it could not
         be started. Its owner runs it, and releases it once it has ended."""
+        ...
+
+    def lsp_channel(self) -> LspCall | None:
+        """The client's language servers (draft `lsp/servers`, `lsp/request`: `lsp.editor`), when it offers them."""
         ...
 
     def subagent_bridge(self, child_id: str) -> ClientBridge | None:

@@ -6,9 +6,10 @@ offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a win
 (never the whole file for twenty lines of it), and writes replace the file atomically. Given the real place a
 path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
-of their environment; the group is killed on timeout or cancel. Background commands (jobs) are started the same
-way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is no one to ask, and the
-answer says so.
+of their environment; the group is killed on timeout or cancel, and what they leave running ends with them
+(inside the walls by their PID namespace, outside by a supervisor: `sandbox/supervisor.py`). Background commands
+(jobs) are started the same way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is
+no one to ask, and the answer says so.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from coder_agent.permissions import Choice, chosen
 from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.secrets import child_environ
 from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
@@ -140,13 +142,13 @@ class LocalBridge:
         self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
     ) -> CommandResult:
         guard = sandbox.guard() if sandbox is not None else None
-        env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
+        env = {**child_environ(), **COMMAND_ENV}
         try:
             if sandbox is not None:
                 process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
             else:
                 process = await spawn_group(
-                    shell_argv(command),
+                    held_together(shell_argv(command), agent_is_parent=True),
                     cwd=cwd,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -198,6 +200,9 @@ class LocalBridge:
 
     def subagent_bridge(self, child_id: str) -> None:
         return None  # no one shows a sub-agent's session: its work shows in the parent's tool call
+
+    def lsp_channel(self) -> None:
+        return None  # the language servers here are the agent's own (`lsp.pool`)
 
 
 class _Output:

@@ -1,11 +1,16 @@
 """`RedactingBridge`: the one wrapper every session's bridge is used through — what leaves the session is
-redacted here, once, and what a client is shown is recorded here in the replay log.
+redacted here, once, its titles have their hidden characters made visible here, and what a client is shown is
+recorded here in the replay log.
 
 The values of model keys (`secrets`) are taken out of every update, notice, permission request (the call and
 the labels of its choices) and question before the bridge underneath sees it, so neither the editor, nor
 `coder-agent run`'s output, nor the replay log (and so the store) can carry one. The manager wraps the bridge
 once, where the session opens; nothing else in the agent redacts what it shows. Files and commands pass
 through unchanged: a command must run as the model wrote it, and a file holds what it holds.
+
+Every title shown (a tool call's, in its updates and permission requests; a session's; a notice's) is written
+with `visible`: a path, URL, glob or MCP tool title the model or a server chose cannot carry terminal escapes,
+bidirectional overrides or zero-width characters that make the user read another call than the one asked about.
 
 Every message chunk that goes into the replay log is also reported to `shown` with its `messageId` (the session
 notes where the message ends in the conversation, for `session/fork`).
@@ -16,8 +21,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar, cast
 
 from coder_agent import secrets
+from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice
 from coder_agent.protocol.schema import MessageChunk, NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -25,6 +32,7 @@ from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
 from coder_agent.session.replay import ChildLog, ReplayLog
 from coder_agent.session.user_questions import Answer, Question
+from coder_agent.visible import visible
 
 
 class RedactingBridge:
@@ -47,14 +55,14 @@ class RedactingBridge:
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
         """Show one update (`live_only`: not replayed by `session/load`)."""
-        update = secrets.redact_model(update)
+        update = _shown(update)
         if not live_only:
             self._record(update)
         await self.inner.update(update, live_only=live_only)
 
     def record(self, update: SessionUpdate) -> None:
         """Put an update in the replay log without showing it (the client already shows it its own way)."""
-        self._record(secrets.redact_model(update))
+        self._record(_shown(update))
 
     async def turn_starting(self) -> None:
         await self.inner.turn_starting()
@@ -66,11 +74,11 @@ class RedactingBridge:
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         described = secrets.redact(description) if description is not None else None
-        await self.inner.notice(severity, secrets.redact(title), described)
+        await self.inner.notice(severity, visible(secrets.redact(title)), described)
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         shown = [dataclasses.replace(choice, label=secrets.redact(choice.label)) for choice in choices]
-        return await self.inner.request_permission(secrets.redact_model(call), shown)
+        return await self.inner.request_permission(_shown(call), shown)
 
     async def ask(self, question: Question) -> Answer:
         return await self.inner.ask(dataclasses.replace(question, message=secrets.redact(question.message)))
@@ -98,3 +106,19 @@ class RedactingBridge:
 
     def subagent_bridge(self, child_id: str) -> ClientBridge | None:
         return self.inner.subagent_bridge(child_id)
+
+    def lsp_channel(self) -> LspCall | None:
+        return self.inner.lsp_channel()
+
+
+_U = TypeVar("_U", bound=SessionUpdate | ToolCallUpdate)
+
+
+def _shown(update: _U) -> _U:
+    """An update as it may be shown: key values redacted, and its title (if it has one) with hidden characters
+    written as escapes."""
+    cleaned: _U = secrets.redact_model(update)
+    title = getattr(cleaned, "title", None)
+    if isinstance(title, str) and visible(title) != title:
+        return cast(_U, cleaned.model_copy(update={"title": visible(title)}))
+    return cleaned

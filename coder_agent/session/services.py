@@ -24,6 +24,7 @@ from coder_agent.session.steering import SteeringInbox
 from coder_agent.session.turn_context import SwitchMode
 
 if TYPE_CHECKING:
+    from coder_agent.lsp.pool import LanguageServers
     from coder_agent.mcp.hub import McpHub
     from coder_agent.mcp.types import McpPromptInfo
     from coder_agent.sandbox.command import CommandSandbox
@@ -51,6 +52,8 @@ class SessionServices:
     """Their prompts, offered as slash commands."""
     sandbox: CommandSandbox | None = None
     """Where the session's commands run: inside these walls; None when they cannot be sandboxed."""
+    lsp: LanguageServers | None = None
+    """The project's language servers that check edits (started lazily); None when the config turns them off."""
     sandbox_problem: str | None = None
     """Why the session's commands are not sandboxed (None when they are)."""
     commands_shown: list[AvailableCommand] = field(default_factory=list)

@@ -87,6 +87,7 @@ class Session:
             mcp=services.mcp,
             sandbox=services.sandbox,
             jobs=services.jobs,
+            lsp=services.lsp,
             tasks=services.tasks,
             steering=services.steering,
             auto_compact=state.auto_compact,

@@ -28,6 +28,7 @@ from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.steering import SteeringInbox
 
 if TYPE_CHECKING:
+    from coder_agent.lsp.pool import LanguageServers
     from coder_agent.mcp.hub import McpHub
     from coder_agent.sandbox.command import CommandSandbox
 
@@ -58,6 +59,8 @@ class TurnContext:
     """The walls the session's commands run in (not in full-auto); None when they cannot be sandboxed."""
     jobs: JobTable
     """The session's background jobs."""
+    lsp: LanguageServers | None
+    """The project's language servers that check edits; None when there are none to ask."""
     tasks: TaskGroup
     """For what runs beside the turn (a usage report on its way)."""
     steering: SteeringInbox

@@ -104,6 +104,8 @@ class ToolContext:
         self._bridge = turn.bridge
         self._sandbox = turn.sandbox
         self.jobs = turn.jobs
+        self.lsp = turn.lsp
+        """The project's language servers that check edits (None: none to ask)."""
         self._switch_mode = turn.switch_mode
         self.delegate = turn.delegate
         """Runs `task` calls as sub-agents (None in a sub-agent's own calls)."""
@@ -229,6 +231,8 @@ class ToolContext:
                 raise ToolError(f"{path} changed while waiting for permission; read it again and redo the change.")
         checkpoints = self._checkpoints
         for change in changes:
+            if self.lsp is not None:
+                await self.lsp.before_write(change.place.path)
             try:
                 await checkpoints.before_change(change.place.path, change.old)
             except CheckpointError as exc:

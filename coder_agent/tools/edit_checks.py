@@ -1,10 +1,12 @@
-"""What the model is told after an edit besides the edit itself: the syntax errors the edit introduced
-(`editing.syntax`, tree-sitter, on the texts in memory) and what the configured checker of the file's language
-says (`Config.checkers`, run by `ToolContext.run_local`: a local process of the agent's own, with the
-environment commands get, in its own process group, its output capped, killed at `checker_timeout`).
+"""What the model is told after an edit besides the edit itself: the errors and warnings the edit introduced, as
+the project's language server reports them (`lsp`: the new ones only, capped), or where no server answered, the
+syntax errors it introduced (`editing.syntax`, tree-sitter, on the texts in memory); and what the configured checker
+of the file's language says (`Config.checkers`, run by `ToolContext.run_local`: a local process of the agent's own,
+with the environment commands get, in its own process group, its output capped, killed at `checker_timeout`).
 
-Neither ever undoes or blocks the edit: the model reads the report and decides. The user sees a short line of it in
-the tool call. A checker without `{file}` (a whole-project check such as `tsc --noEmit`) runs once per call.
+None of them ever undoes or blocks the edit: the model reads the report and decides. The user sees what the model
+saw in the tool call: a line per new diagnostic, and a line per syntax or checker problem. A checker without
+`{file}` (a whole-project check such as `tsc --noEmit`) runs once per call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Sequence
 import anyio
 
 from coder_agent.errors import CallFailed
+from coder_agent.lsp.diagnostics import report
+from coder_agent.lsp.pool import EditDiagnostics
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.tools.calls import Outcome, text_content
 from coder_agent.tools.context import FileChange, ToolContext
@@ -40,26 +44,44 @@ async def after_edit(ctx: ToolContext, changes: Sequence[FileChange]) -> tuple[l
     warnings: list[str] = []
     commands: dict[str, None] = {}
     for change in changes:
-        if change.new is None:
-            continue
         path = change.place.path
+        if change.new is None:
+            if ctx.lsp is not None:
+                ctx.lsp.forget(path)
+            continue
         shown = ctx.display(path)
-        if ctx.config.syntax_check:
+        found = await ctx.lsp.after_edit(path, change.old, change.new) if ctx.lsp is not None else None
+        if found is not None:
+            if found.new:
+                text, shown_lines = _diagnostics_report(ctx, shown, found)
+                reports.append(text)
+                warnings.append("\n".join(shown_lines))
+        elif ctx.config.syntax_check:
             problems = await anyio.to_thread.run_sync(introduced_problems, change.old, change.new, path)
             if problems:
                 reports.append(problems_report(shown, path, problems))
-                lines = ", ".join(str(p.line) for p in problems[:5])
-                warnings.append(f"Syntax check: {len(problems)} error(s) introduced in {shown} (line {lines}).")
+                where = ", ".join(str(p.line) for p in problems[:5])
+                warnings.append(f"Syntax check: {len(problems)} error(s) introduced in {shown} (line {where}).")
         language = language_of(path)
         template = ctx.config.checkers.get(language) if language is not None else None
         if template:
             commands[template.replace(FILE, shlex.quote(str(path)))] = None
     for command in commands:
-        report, failed = await _check(ctx, command)
-        reports.append(report)
+        said, failed = await _check(ctx, command)
+        reports.append(said)
         if failed:
-            warnings.append(report.split("\n", 1)[0])
+            warnings.append(said.split("\n", 1)[0])
     return reports, warnings
+
+
+def _diagnostics_report(ctx: ToolContext, shown: str, found: EditDiagnostics) -> tuple[str, list[str]]:
+    """The report for the model, and the lines the user sees (the same diagnostics)."""
+    lines = report(shown, found.new, ctx.config.lsp.max_reported)
+    if found.baseline:
+        head = f"{found.server} reports {len(found.new)} new problem(s) in {shown} after this edit:"
+    else:
+        head = f"{found.server} reports these problems in {shown} (what it said before the edit is not known):"
+    return "\n".join([head, *lines]), [f"Language server ({found.server}): {len(found.new)} new in {shown}", *lines]
 
 
 async def _check(ctx: ToolContext, command: str) -> tuple[str, bool]:

@@ -19,6 +19,7 @@ from coder_agent.config import Config
 from coder_agent.model.families import trained_on_apply_patch
 from coder_agent.tools.apply_patch import ApplyPatch
 from coder_agent.tools.ask_user import AskUser
+from coder_agent.tools.diagnostics import Diagnostics
 from coder_agent.tools.edit_file import EditFile
 from coder_agent.tools.fetch import Fetch
 from coder_agent.tools.glob import Glob
@@ -44,6 +45,7 @@ BUILTIN: tuple[BuiltinTool, ...] = (
     ApplyPatch(),
     Glob(),
     Grep(),
+    Diagnostics(),
     RunCommand(),
     JobOutput(),
     JobWait(),

@@ -6,7 +6,9 @@ session's jobs instead (`session.jobs`; the job tools follow it), asked about an
 A command may leave the sandbox only with the user's yes: the model asks for it (`outside_sandbox`, with a
 justification the user reads), or the command fails in a way that shows the walls stopped it (a refused write, no
 network, the proxy's refusal, walls that could not be put up), and the user is asked whether it may run again
-outside; declined, the model reads the failure, the evidence and the walls.
+outside; declined, the model reads the failure, the evidence and the walls. That question says in the agent's words
+only what the agent determined (the exit code, which sign of the walls the output holds); the line of output
+itself is shown fenced, as the command's words: a command could print anything there.
 
 The permission request shows the whole command (the title may be shortened; the content and `rawInput`
 never are), with characters that could hide part of it (escape sequences, bidirectional overrides) written
@@ -19,7 +21,7 @@ from pydantic import Field
 
 from coder_agent.permissions import Action
 from coder_agent.protocol.content import ContentToolCallContent, TerminalContent, ToolCallContent
-from coder_agent.sandbox.command import hit_walls
+from coder_agent.sandbox.command import DENIAL_SIGNS, WallsHit, hit_walls
 from coder_agent.session.bridge import CommandResult
 from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
 from coder_agent.tools.context import ToolContext
@@ -96,7 +98,7 @@ class RunCommand(BuiltinTool):
             note = ""
             hit = hit_walls(result.output, result.exit_code) if action.sandboxed and not result.timed_out else None
             if hit is not None:
-                if await ctx.ask_outside(hit.evidence):
+                if await ctx.ask_outside(_walls_question(hit, result.exit_code)):
                     result = await ctx.run_command(params.command, timeout, sandboxed=False)
                     note = f"Inside the sandbox it failed ({hit.evidence}); the user let it run again outside.\n"
                 else:
@@ -113,6 +115,20 @@ class RunCommand(BuiltinTool):
             return Outcome(note + _report(result, timeout), display, result.exit_code != 0, replay)
 
         return Prepared(action, self.title(params, ctx), run, preview=_preview(params.command))
+
+
+def _walls_question(hit: WallsHit, exit_code: int | None) -> str:
+    """Why the question to leave the walls is asked: the agent's own findings, then the line that shows it, fenced
+    and labelled as what the command printed (a prompt-injected command must not word the question)."""
+    if hit.launcher:
+        found = "the line the sandbox's launcher prints when it cannot put up the walls"
+    else:
+        found = "“" + next((sign for sign in DENIAL_SIGNS if sign in hit.evidence), "a sign of the walls") + "”"
+    status = f"exit code {exit_code}" if exit_code is not None else "no exit code"
+    return (
+        f"it failed ({status}) and its output holds {found}.\n\n"
+        f"The line, as the command printed it (its words, not coder-agent's):\n\n{fenced(visible(hit.evidence))}"
+    )
 
 
 def _preview(command: str, *notes: str) -> list[ToolCallContent]:

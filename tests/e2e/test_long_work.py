@@ -20,6 +20,7 @@ from tests.support.editor import FakeEditor
 from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.processes import alive
 from tests.support.spawn import poll_until, spawned_agent, stored_session
+from tests.support.user_config import LANGUAGE_SERVERS_OFF
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -188,7 +189,7 @@ async def test_plan_mode_approved_into_accept_edits(tmp_path: Path, fake_llm: Fa
     (work / "app.py").write_text("DEBUG = True\n")
     config = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('default_mode = "plan"\n')
+    config.write_text('default_mode = "plan"\n' + LANGUAGE_SERVERS_OFF)
     plan = "## Plan\n\nTurn DEBUG off in app.py."
     fake_llm.script(
         [

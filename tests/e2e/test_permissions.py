@@ -26,6 +26,7 @@ from tests.support.acp_client import FakeClient
 from tests.support.editor import FakeEditor
 from tests.support.fake_llm import Call, FakeLLM, Reply
 from tests.support.spawn import spawned_agent
+from tests.support.user_config import LANGUAGE_SERVERS_OFF
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TURN = 90.0
@@ -53,7 +54,7 @@ async def agent(
     work.mkdir(exist_ok=True)
     user_config = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
     user_config.parent.mkdir(parents=True, exist_ok=True)
-    user_config.write_text(config, encoding="utf-8")
+    user_config.write_text(config + "\n" + LANGUAGE_SERVERS_OFF, encoding="utf-8")
     async with spawned_agent(tmp_path, llm=llm, env=env, prefix=prefix) as spawned:
         editor = FakeEditor(spawned.client, root=work, **caps)
         try:

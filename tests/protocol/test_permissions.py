@@ -6,9 +6,11 @@ make; the fake editor answers permission requests as scripted and serves files a
 
 from __future__ import annotations
 
+import base64
 import http.server
 import subprocess
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,6 +283,26 @@ async def test_a_provider_message_that_echoes_a_key_reaches_the_editor_redacted(
             await client.prompt(session, "hi")
     assert "Incorrect API key provided" in str(failed.value)
     assert key not in str(client.frames)
+    assert "[redacted ANTHROPIC_API_KEY]" in str(client.frames)
+
+
+@pytest.mark.parametrize("encoding", ["url", "base64-basic-auth", "hex"])
+async def test_a_provider_message_that_echoes_an_encoded_key_reaches_the_editor_redacted(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    key = "sk-ant-echoed/encoded+by=provider-0123456789"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    echoed = {
+        "url": urllib.parse.quote(key, safe=""),
+        "base64-basic-auth": base64.b64encode(f"me:{key}".encode()).decode(),
+        "hex": key.encode().hex(),
+    }[encoding]
+    fake_llm.script([Fault.status(401, message=f"Rejected credentials in request: {echoed}")])
+    async with llm_agent.tool_agent(tmp_path, fake_llm, retries=0) as (client, editor, session, work):
+        with pytest.raises(RpcFailure) as failed:
+            await client.prompt(session, "hi")
+    assert "Rejected credentials" in str(failed.value)
+    assert echoed not in str(client.frames) and echoed not in str(failed.value)
     assert "[redacted ANTHROPIC_API_KEY]" in str(client.frames)
 
 

@@ -108,7 +108,7 @@ async def test_three_explore_children_run_side_by_side_and_their_answers_come_ba
     steps = client.session_updates(child, "tool_call")
     assert steps and steps[0]["kind"] == "search"
     tools = [t["function"]["name"] for t in script.of("alpha")[0].tools]
-    assert sorted(tools) == ["fetch", "glob", "grep", "read_file", "update_plan"]
+    assert sorted(tools) == ["diagnostics", "fetch", "glob", "grep", "read_file", "update_plan"]
     calls = {u["toolCallId"]: u for u in client.session_updates(session, "tool_call")}
     assert [c["title"] for c in calls.values()] == ["Explore: Find alpha", "Explore: Find beta", "Explore: Find gamma"]
     final = [u for u in client.session_updates(session, "tool_call_update") if u.get("status") == "completed"]

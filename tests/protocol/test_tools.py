@@ -435,7 +435,7 @@ async def test_tool_schemas_sent_to_the_model(tmp_path: Path) -> None:
     async with tool_agent(tmp_path, model) as (client, editor, session, work):
         await client.prompt(session, "hi")
     tools = {t["function"]["name"]: t["function"] for t in model.last_request.tools}
-    names = "read_file write_file edit_file glob grep run_command fetch update_plan ask_user"
+    names = "read_file write_file edit_file glob grep diagnostics run_command fetch update_plan ask_user"
     names += " job_output job_wait job_input job_kill job_list task propose_plan"
     assert set(tools) == set(names.split())
     for spec in tools.values():

@@ -177,7 +177,9 @@ async def test_randomized_job_ends_among_prompts_never_overlap_or_repeat(tmp_pat
     for text in [c.text for c in chunks if isinstance(c, TextContent) and c.text.startswith(MARK)]:
         told += [line.split("(")[0] for line in text.splitlines() if line.startswith("Background")]
     assert len(told) == len(set(told)), f"a job's end woke the session twice: {told}"
-    assert told, "some ends woke the session"
+    # Whether an end wakes the session or is told to a turn already running depends on how fast turns run (a loaded
+    # machine makes turns longer, so more ends land inside them): how many woke is not asserted here; the tests above
+    # show that an end while no turn runs wakes it exactly once.
 
 
 async def _settled(session: Any) -> None:

@@ -35,7 +35,7 @@ import stat
 import subprocess
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +44,7 @@ import anyio
 
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
-from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.cgroups import make_session_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
@@ -233,10 +233,12 @@ class Walled:
             agent_paths=agent_paths(None),
             home=layout.home,
         )
-        pids = make_pids_group(walls.max_processes) if as_user is None else None  # a root agent's session cgroup
-        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, pids)
-        if pids is not None:
-            weakref.finalize(self, remove_group, pids)
+        group = None  # a root agent's session cgroup (processes, memory)
+        if as_user is None:
+            group = make_session_group(walls.max_processes, (settings.max_memory_mb or 4096) << 20)
+        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, group)
+        if group is not None:
+            weakref.finalize(self, remove_group, group)
         self.proxy = HostProxy(proxy_socket, walls.hosts) if proxy_socket is not None else None
         self.proxy_leaks: list[str] = []
         """ResourceWarnings raised when the proxy stopped (its listener is left for the garbage collector)."""
@@ -248,13 +250,25 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
-        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end."""
-        return anyio.run(self._serve_and_run, command, timeout, stdin, env)
+        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end; `prefix` goes
+        before the launcher (as `setpriv` does for `as_user`), which inherits `pass_fds`."""
+        return anyio.run(self._serve_and_run, command, timeout, stdin, env, prefix, pass_fds)
 
-    async def _serve_and_run(self, command: str, timeout: float, stdin: int, env: Mapping[str, str] | None) -> Ran:
+    async def _serve_and_run(
+        self,
+        command: str,
+        timeout: float,
+        stdin: int,
+        env: Mapping[str, str] | None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
+    ) -> Ran:
+        more = {"prefix": prefix, "pass_fds": pass_fds}
         if self.proxy is None:
-            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
         with contextlib.suppress(FileNotFoundError):
             self.proxy.socket_path.unlink()
         with warnings.catch_warnings(record=True) as caught:
@@ -262,7 +276,7 @@ class Walled:
             async with anyio.create_task_group() as tasks:
                 await self.proxy.serve(tasks)
                 try:
-                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
                 finally:
                     tasks.cancel_scope.cancel()
             gc.collect()
@@ -279,6 +293,8 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
         return await run_inside(
             self.sandbox,
@@ -289,6 +305,8 @@ class Walled:
             stdin=stdin,
             env={MARK_VARIABLE: self.mark, **(env or {})},
             as_user=self.as_user,
+            prefix=prefix,
+            pass_fds=pass_fds,
         )
 
 
@@ -326,9 +344,12 @@ async def run_inside(
     stdin: int = subprocess.DEVNULL,
     env: Mapping[str, str] | None = None,
     as_user: int | None = None,
+    prefix: Sequence[str] = (),
+    pass_fds: Sequence[int] = (),
 ) -> Ran:
     """Run `bash -c command` inside `sandbox`'s walls as the agent does (see the module docstring)."""
     argv, extra_env = await command_line(command, sandbox)
+    argv = [*prefix, *argv]
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", "--", *argv]
     guard = sandbox.guard()  # as the bridges do: the command's mark, and the git redirects it must not leave
@@ -336,13 +357,12 @@ async def run_inside(
         **child_environ(),
         **COMMAND_ENV,
         **extra_env,
-        **guard.env,
         "HOME": str(home),
         **GIT_IDENTITY,
         **(env or {}),
     }
     process = await spawn_group(
-        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds
     )
     chunks: list[bytes] = []
     drained = anyio.Event()
@@ -397,9 +417,9 @@ def snapshot(paths: tuple[Path, ...]) -> dict[str, Entry]:
     return seen
 
 
-def survivors(mark: str) -> list[int]:
+def survivors(mark: str, variable: str = MARK_VARIABLE) -> list[int]:
     """The processes whose environment carries `mark` (what a command left running)."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
+    needle = f"{variable}={mark}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -47,6 +47,8 @@ UNSTABLE_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("schema.unstable.json")
 RFD_SCHEMA_PATH: Final = SCHEMA_PATH.with_name("rfd.schema.json")
 """Session updates newer than the schema (sub-agent sessions, plan operations), written from their RFDs."""
 RFD_UPDATES: Final = frozenset({"subagent_update", "plan_update", "plan_removed", "cursor_update"})
+RFD_CLIENT_METHODS: Final = frozenset({"lsp/servers", "lsp/request"})
+"""Client methods newer than the schema (docs/rfds/lsp-proxy.mdx): checked against the RFD's shapes alone."""
 TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "disconnected"})
 
 Side = Literal["agent", "client"]
@@ -99,6 +101,12 @@ def load_rfd_schema() -> dict[str, Any]:
     with RFD_SCHEMA_PATH.open(encoding="utf-8") as f:
         schema: dict[str, Any] = json.load(f)
     return schema
+
+
+def _rfd_def(method: str, kind: Kind) -> str:
+    """The RFD schema's def of a client method's params or result (`lsp/servers` -> `LspServersRequest`)."""
+    name = "".join(part.capitalize() for part in method.replace("/", "_").split("_"))
+    return f"{name}{kind}"
 
 
 @cache
@@ -289,6 +297,8 @@ class Conformance:
         newer = def_for(method, handler, kind, unstable=True)
         if sender == "agent" and method == "session/update" and _update_kind(params) in RFD_UPDATES:
             def_name, newer = "RfdSessionNotification", None  # newer than both schemas: the RFD's shape alone
+        elif handler == "client" and method in RFD_CLIENT_METHODS:
+            def_name, newer = _rfd_def(method, kind), None
         if def_name is not None or newer is not None:
             # Absent/null params are checked as {} so the def's required members still apply.
             instance = {} if params is None else params
@@ -347,6 +357,15 @@ class Conformance:
         if has_error:
             what = f"{where} error response" + (f" to {method}" if method else "")
             _check_def("Error", msg["error"], what=what, path="$.error", msg=msg)
+        elif method is not None and sender == "client" and method in RFD_CLIENT_METHODS:
+            _check_both(
+                _rfd_def(method, "Response"),
+                None,
+                msg["result"],
+                what=f"{where} {method} result",
+                path="$.result",
+                msg=msg,
+            )
         elif method is not None:
             stable, newer = def_for(method, sender, "Response"), def_for(method, sender, "Response", unstable=True)
             _check_both(stable, newer, msg["result"], what=f"{where} {method} result", path="$.result", msg=msg)
@@ -378,6 +397,10 @@ class Conformance:
                 needs = f"elicitation.{mode}"
             elif mode == "url":
                 self._url_elicitations.add(str(params.get("elicitationId")))
+        elif method.startswith("lsp/") and not (
+            isinstance(caps.get("lsp"), dict) or isinstance(_object(caps.get("_meta")).get("lsp"), dict)
+        ):
+            needs = "lsp (or _meta.lsp)"
         elif method == "elicitation/complete":
             if not isinstance(elicitation.get("url"), dict):
                 needs = "elicitation.url"

@@ -31,8 +31,10 @@ def write_config(path: Path, values: dict[str, Any]) -> Path:
 
 
 def scripted_source(tmp_path: Path, **fields: Any) -> ConfigSource:
-    """Config sources with a model string no provider owns (so no key is needed) and `fields` in a file."""
-    config = write_config(tmp_path / "scripted-config.toml", {"model": "scripted/model", **fields})
+    """Config sources with a model string no provider owns (so no key is needed) and `fields` in a file. Language
+    servers are off unless `fields` turn them on (a server found on PATH would otherwise check every test's edits)."""
+    values = {"model": "scripted/model", "lsp": {"enabled": False}, **fields}
+    config = write_config(tmp_path / "scripted-config.toml", values)
     return ConfigSource(CliOverrides(config_file=config), environ={}, user_config_path=tmp_path / "no-user.toml")
 
 
@@ -92,11 +94,13 @@ async def editor_agent(
     mode: str | None = None,
     store: SessionStore | None = None,
     open_session: bool = True,
+    client_meta: dict[str, Any] | None = None,
     **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
     """The agent of `tool_agent` (here and in `llm_agent`): run by `runner` on `source(**fields)`, with a fake
-    editor on `tmp_path/work` offering `fs` and `terminal`, and a session there ("" with `open_session=False`)
-    in `mode`; `store` keeps sessions on disk. Yields the client, the editor, the session id and the work folder.
+    editor on `tmp_path/work` offering `fs` and `terminal` (and `client_meta` as its capabilities' `_meta`), and a
+    session there ("" with `open_session=False`) in `mode`; `store` keeps sessions on disk. Yields the client, the
+    editor, the session id and the work folder.
     """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -105,7 +109,8 @@ async def editor_agent(
     async with in_process_agent(runner, store, source(**fields)) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
-            await client.initialize(editor.capabilities())
+            capabilities = editor.capabilities()
+            await client.initialize(capabilities if client_meta is None else {**capabilities, "_meta": client_meta})
             session_id = await client.new_session(str(work)) if open_session else ""
             yield client, editor, session_id, work
         finally:
@@ -117,4 +122,8 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value)  # a JSON string or list of them is a TOML one
+    if isinstance(value, dict):  # an inline table
+        return "{ " + ", ".join(f"{json.dumps(key)} = {_toml(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return json.dumps(value)  # a JSON string is a TOML one

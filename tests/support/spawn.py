@@ -15,6 +15,7 @@ from anyio.abc import Process
 
 from tests.support.acp_client import FakeClient
 from tests.support.fake_llm import FakeLLM
+from tests.support.user_config import LANGUAGE_SERVERS_OFF
 
 EXIT_WAIT = 10.0
 
@@ -56,7 +57,12 @@ def stored_session(tmp_path: Path, session_id: str) -> str:
 def agent_env(tmp_path: Path, llm: FakeLLM | None = None, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of an agent spawned in a test: the user's folders under `tmp_path` (agents spawned with
     the same `tmp_path` share their stored sessions, like one user's editors would), none of the user's
-    CODER_AGENT_* variables nor colour settings, and with `llm` the fake server as the model."""
+    CODER_AGENT_* variables nor colour settings, and with `llm` the fake server as the model. The user config
+    there starts with the language servers off (`tests/conftest.py`), unless the test wrote one first."""
+    user_config = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
+    if not user_config.exists():
+        user_config.parent.mkdir(parents=True, exist_ok=True)
+        user_config.write_text(LANGUAGE_SERVERS_OFF, encoding="utf-8")
     full_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("CODER_AGENT_")},
         "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),

@@ -1,12 +1,11 @@
-"""Tests for coder_agent.tools.search.globs: the one glob → regex translation (a table of globs and paths)."""
+"""The one glob matcher (`coder_agent.globs`): a table of globs and paths, and globs that would make a backtracking
+matcher take exponential time finishing in a bounded number of steps."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from coder_agent.globs import compile_glob, glob_regex
+from coder_agent.globs import compile_glob
 
 CASES = [
     # glob, path, matches
@@ -40,15 +39,51 @@ CASES = [
     ("{a,b", "{a,b", True),  # so is an unclosed brace
     ("file.py", "fileXpy", False),  # "." is literal
     ("#hash.txt", "#hash.txt", True),
+    ("[]a].txt", "].txt", True),  # a "]" first in a class is one of its characters
+    ("[a-c]x", "bx", True),
+    ("[a-c]x", "dx", False),
+    ("[z-a]x", "zx", False),  # a backwards range holds nothing
+    ("[!a]", "/", False),
+    ("*", "a\nb", True),  # "*" takes newlines (file names may hold them)
+    ("**", "a/b/c", True),
+    ("a/**", "a", False),  # the folder itself only for permission rules (`src/**`)
+    ("**/b", "b", True),
+    ("a/**/b/**/c", "a/x/b/y/z/c", True),
+    ("{a/**,b}/x", "a/q/r/x", True),
+    ("{*.py,src/**}", "src/a/b", True),
+    ("x/*a*a*b", "x/aaab", True),
+    ("x/*a*a*b", "x/aab/", False),
 ]
 
 
 @pytest.mark.parametrize(("glob", "path", "expected"), CASES)
 def test_glob_matches(glob: str, path: str, expected: bool) -> None:
-    assert (compile_glob(glob).fullmatch(path) is not None) is expected
-    assert (re.fullmatch(f"(?s:{glob_regex(glob)})", path) is not None) is expected
+    assert compile_glob(glob).matches(path) is expected
 
 
-def test_a_glob_that_makes_no_regex_raises_re_error() -> None:
-    with pytest.raises(re.error):
-        compile_glob("[z-a]")
+PATHOLOGICAL = [
+    ("x/" + "*a" * 30 + "*b", "x/" + "a" * 5000),  # a backtracking matcher tries every split of the a's
+    ("x/" + "*a" * 30 + "*b", "x/" + "a" * 5000 + "b"),
+    ("**/" * 20 + "b", "/".join("a" * 400) + "/c"),
+    ("{*a,*a*}" * 10 + "b", "a" * 3000),
+    ("*[ab]" * 25 + "c", "ab" * 2000),
+]
+
+
+@pytest.mark.parametrize(("glob", "path"), PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
+def test_a_glob_reads_a_path_once_in_bounded_steps(glob: str, path: str) -> None:
+    """The work is counted, not timed: at most the automaton's states per character, whatever the glob."""
+    compiled = compile_glob(glob)
+    _, work = compiled.run(path)
+    assert work <= 2 * compiled.size * (len(path) + 1)
+    assert compiled.size <= 8 * len(glob) + 8
+
+
+def test_rules_and_gitignore_use_the_linear_matcher() -> None:
+    from coder_agent.permissions.rules import _glob_matches
+    from coder_agent.tools.search.gitignore import parse_gitignore
+
+    slow = "x/" + "*a" * 30 + "*b"
+    assert _glob_matches(slow, "x/" + "a" * 5000) is False
+    (rule,) = parse_gitignore(slow + "\n", "")
+    assert rule.applies("x/" + "a" * 5000, is_dir=False) is False

@@ -1,11 +1,13 @@
 """Secrets stay in the agent: the list of key variables matches what the installed litellm reads (without importing
-litellm), and every variable whose name or value says secret stays out of children (`secrets.child_environ`) unless
-the user's `sandbox.pass_env` names it, and out of what is shown."""
+litellm); every variable whose name or value says secret stays out of children (`secrets.child_environ`) unless
+the user's `sandbox.pass_env` names it; and a secret is redacted in the forms a provider's echo of it takes."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,36 @@ def test_the_project_file_cannot_pass_a_secret(tmp_path: Path) -> None:
     (root / ".coder-agent").mkdir()
     (root / ".coder-agent" / "config.toml").write_text('[sandbox]\npass_env = ["GH_TOKEN"]\n', encoding="utf-8")
     assert load_config(root, environ={}, user_config_path=root / "none.toml").sandbox.pass_env == []
+
+
+KEY = "sk-proj-a+b/c=d_0123456789abcdef"
+ECHOES = [
+    ("as written", f"Incorrect API key provided: {KEY}."),
+    ("url-encoded", f"GET /v1/models?key={urllib.parse.quote(KEY, safe='')} 401"),
+    ("url-encoded keeping slashes", f"url={urllib.parse.quote(KEY)}"),
+    ("form-encoded", f"body: api_key={urllib.parse.quote_plus(KEY)}&x=1"),
+    ("hex", f"sent {KEY.encode().hex()}"),
+    ("hex upper", f"sent {KEY.encode().hex().upper()}"),
+    ("base64", f"token {base64.b64encode(KEY.encode()).decode()}"),
+    ("base64 url-safe", f"token {base64.urlsafe_b64encode(KEY.encode()).decode()}"),
+    *[
+        (f"basic auth user of {len(user)}", "Basic " + base64.b64encode(f"{user}:{KEY}".encode()).decode())
+        for user in ("", "a", "ab", "api", "user")
+    ],
+    ("base64 followed by more", base64.b64encode(f"{KEY}:more text".encode()).decode()),
+]
+
+
+@pytest.mark.parametrize(("form", "text"), ECHOES, ids=[form for form, _ in ECHOES])
+def test_a_key_is_redacted_in_every_encoded_form(form: str, text: str) -> None:
+    environ = {"OPENAI_API_KEY": KEY}
+    cleaned = secrets.redact(text, environ)
+    assert "[redacted OPENAI_API_KEY]" in cleaned, form
+    for encoded in secrets.encoded_forms(KEY):
+        assert encoded not in cleaned
+
+
+def test_ordinary_text_is_not_taken_for_an_encoded_key() -> None:
+    environ = {"OPENAI_API_KEY": "sk-short1"}
+    text = "the build passed; c2stc2hvcnQx is a word here, and so is 736b2d"
+    assert secrets.redact(text, environ) == text

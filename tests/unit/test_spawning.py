@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "coder_agent"
 ALLOWED = {
     "process.py": "spawn_group, run_sync and the reaper",
-    "sandbox/enter.py": "the launcher: execs the command inside the walls",
+    "sandbox/supervisor.py": "the launcher's and fork server's supervisor: forks and execs the command in the walls",
     "sandbox/forkserver.py": "forks and execs each sandboxed command",
     "sandbox/linux.py": "forks the proxy's forwarder inside the walls",
 }

@@ -23,8 +23,8 @@ Globs (grep's `glob`, glob_files' `pattern`; see `globs`): a glob without "/" ma
 "*" and "?" stay within a path segment, "**" spans segments, `[abc]` and `{a,b}` work as usual; a leading "!" in
 grep's glob excludes instead. A glob never makes an ignored file searched.
 
-The modules: `scope` (where a search runs), `globs` (glob → regex), `gitignore` (ignore rules), `query` (what a grep
-asks), `ripgrep` and `walk` (the two backends), `results` (collecting and the model's text).
+The modules: `scope` (where a search runs), `globs` (the model's glob filter), `gitignore` (ignore rules),
+`query` (what a grep asks), `ripgrep` and `walk` (the two backends), `results` (collecting and the model's text).
 """
 
 from __future__ import annotations

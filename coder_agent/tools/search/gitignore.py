@@ -7,11 +7,10 @@ the search directory (see `coder_agent.tools.search.ripgrep`). Only `.gitignore`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from coder_agent.globs import compile_glob
+from coder_agent.globs import Glob, compile_glob
 from coder_agent.tools.search.scope import Scope
 
 __all__ = ["IgnoreRule", "is_ignored", "parent_rules", "parse_gitignore", "read_rules"]
@@ -21,7 +20,7 @@ __all__ = ["IgnoreRule", "is_ignored", "parent_rules", "parse_gitignore", "read_
 class IgnoreRule:
     """One line of a `.gitignore`."""
 
-    regex: re.Pattern[str]
+    glob_matcher: Glob
     negated: bool
     dir_only: bool
     anchored: bool  # matched against the path relative to `base`, else against the name
@@ -36,7 +35,7 @@ class IgnoreRule:
                 return False
             rel = rel[len(self.base) + 1 :]
         subject = rel if self.anchored else rel.rsplit("/", 1)[-1]
-        return self.regex.fullmatch(subject) is not None
+        return self.glob_matcher.matches(subject)
 
 
 def parse_gitignore(text: str, base: str) -> list[IgnoreRule]:
@@ -57,11 +56,7 @@ def parse_gitignore(text: str, base: str) -> list[IgnoreRule]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        try:
-            regex = compile_glob(line)
-        except re.error:
-            continue
-        rules.append(IgnoreRule(regex, negated, dir_only, anchored, base, line))
+        rules.append(IgnoreRule(compile_glob(line), negated, dir_only, anchored, base, line))
     return rules
 
 

@@ -3,13 +3,12 @@ syntax itself is `coder_agent.globs`."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from coder_agent.globs import compile_glob, glob_regex
+from coder_agent.globs import Glob, compile_glob
 from coder_agent.tools.search.scope import Scope, SearchError
 
-__all__ = ["GlobFilter", "compile_glob", "glob_regex"]
+__all__ = ["GlobFilter", "compile_glob"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class GlobFilter:
     pattern: str  # without a leading "!" or "./"
     negated: bool
     basename_only: bool  # no "/": matched against file names ...
-    regex: re.Pattern[str]  # ... else against paths relative to the search directory or the root
+    glob: Glob  # ... else against paths relative to the search directory or the root
     scope: Scope
 
     @classmethod
@@ -35,18 +34,14 @@ class GlobFilter:
         if not pattern:
             raise SearchError(f"The glob {glob!r} is empty.")
         basename_only = not anchored and "/" not in pattern
-        try:
-            regex = compile_glob(pattern)
-        except re.error as exc:
-            raise SearchError(f"The glob {glob!r} is not valid: {exc}.") from None
-        return cls(pattern, negated, basename_only, regex, scope)
+        return cls(pattern, negated, basename_only, compile_glob(pattern), scope)
 
     def matches(self, rel: str) -> bool:
         """Whether a file (path relative to base) matches the pattern itself (ignoring `negated`)."""
         if self.basename_only:
-            return self.regex.fullmatch(rel.rsplit("/", 1)[-1]) is not None
+            return self.glob.matches(rel.rsplit("/", 1)[-1])
         inner = self.scope.relative_to_target(rel)
-        return self.regex.fullmatch(inner) is not None or self.regex.fullmatch(rel) is not None
+        return self.glob.matches(inner) or self.glob.matches(rel)
 
     def accepts(self, rel: str) -> bool:
         """Whether a file is searched under this filter (`negated` excludes)."""

@@ -80,6 +80,13 @@ def build(name: str = "basic") -> MCPServer:
     def peek() -> str:
         return "all quiet"
 
+    @server.tool(
+        title="Read the notes\u202e\x1b[8m (harmless)\u200b",
+        description="A title with hidden characters: a bidirectional override, a terminal escape, a zero-width space.",
+    )
+    def disguised() -> str:
+        return "did something else"
+
     @server.tool(description="Always fails with isError.")
     def fail(reason: str = "it broke") -> str:
         raise ToolError(f"failure requested: {reason}")

@@ -409,3 +409,31 @@ def test_plan_updates_need_the_capability_and_the_rfds_shape() -> None:
     without_id = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "content": "# Plan"}}
     with pytest.raises(AssertionError, match="RfdSessionNotification"):
         _with({"plan": {}}).check_agent_to_client(_update(without_id))
+
+
+def test_lsp_proxy_calls_follow_the_rfd_and_need_the_capability() -> None:
+    listed = {
+        "servers": [
+            {
+                "serverId": "py@/repo",
+                "name": "basedpyright",
+                "workspacePath": "/repo",
+                "state": "running",
+                "capabilities": {"diagnosticProvider": {}},
+            }
+        ],
+        "availableMethods": ["textDocument/diagnostic"],
+    }
+    conf = _initialized({"_meta": {"lsp": {}}})
+    conf.check_agent_to_client(_request(0, "lsp/servers", {"sessionId": SESSION}))
+    conf.check_client_to_agent(_result(0, listed))
+    params = {"sessionId": SESSION, "serverId": "py@/repo", "method": "textDocument/diagnostic", "params": {}}
+    conf.check_agent_to_client(_request(1, "lsp/request", params))
+    conf.check_client_to_agent(_result(1, {"lspResult": {"kind": "full", "items": []}}))
+    with pytest.raises(AssertionError, match="LspRequestRequest"):
+        conf.check_agent_to_client(_request(2, "lsp/request", {"sessionId": SESSION, "serverId": "py@/repo"}))
+    conf.check_agent_to_client(_request(3, "lsp/servers", {"sessionId": SESSION}))
+    with pytest.raises(AssertionError, match="lsp/servers result does not match LspServersResponse"):
+        conf.check_client_to_agent(_result(3, {"servers": [{"name": "x"}]}))
+    with pytest.raises(AssertionError, match="did not advertise lsp"):
+        _initialized({}).check_agent_to_client(_request(0, "lsp/servers", {"sessionId": SESSION}))

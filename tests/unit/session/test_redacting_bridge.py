@@ -12,7 +12,13 @@ import pytest
 
 from coder_agent.permissions import Choice, ChoiceKind
 from coder_agent.protocol.content import TextContent
-from coder_agent.protocol.schema import AgentMessageChunk, SessionUpdate, ToolCallUpdate
+from coder_agent.protocol.schema import (
+    AgentMessageChunk,
+    SessionInfoUpdate,
+    SessionUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+)
 from coder_agent.session.local_bridge import LocalBridge
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.replay import ReplayLog
@@ -96,3 +102,18 @@ async def test_files_and_commands_pass_through(tmp_path: Path) -> None:
 
     result = await bridge.run_command(f"printf %s {KEY}", cwd=tmp_path, timeout=10, show=show)
     assert result.output == KEY, "the command ran as written (its output is the model's to read, redacted there)"
+
+
+async def test_titles_are_shown_with_hidden_characters_escaped() -> None:
+    bridge, seen, replay = bridges()
+    hidden = "Write a\u202etxt.exe\x1b[2K\u200b"
+    shown = "Write a\\u202etxt.exe\\x1b[2K\\u200b"
+    await bridge.update(ToolCallStart(tool_call_id="c1", title=hidden))
+    await bridge.update(ToolCallUpdate(tool_call_id="c1", title=hidden, status="pending"))
+    await bridge.update(SessionInfoUpdate(title=hidden))
+    await bridge.notice("warning", hidden)
+    await bridge.request_permission(ToolCallUpdate(tool_call_id="c1", title=hidden), [Choice("allow_once", "Allow")])
+    titles = [getattr(update, "title", None) for update in seen.updates]
+    assert titles[:3] == [shown] * 3
+    assert seen.permissions[0][0].title == shown
+    assert hidden not in str(replay.events) and "\u202e" not in str([u.wire() for u in seen.updates])

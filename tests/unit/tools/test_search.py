@@ -359,3 +359,17 @@ async def test_gitignore_pattern_forms(tmp_path: Path, backend: search.Backend) 
         write(tmp_path, rel, "hit\n")
     result = await grep("hit", tmp_path, backend=backend)
     assert result.text.split("\n")[1:] == ["c.txt", "cache.txt", "other/logs/debug.txt", "tmp12.txt"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_glob_that_would_backtrack_finishes(tmp_path: Path, backend: search.Backend) -> None:
+    """A glob with many stars over a long name: a backtracking matcher tries every split of the name (and froze the
+    agent); the linear one reads it once. The test finishes, or the suite's run would not."""
+    write(tmp_path, "x/" + "a" * 240, "")
+    write(tmp_path, "x/" + "a" * 200 + "b", "")
+    glob = "x/" + "*a" * 30 + "*b"
+    result = await glob_files(glob, tmp_path, backend=backend)
+    assert result.text.split("\n")[1:] == ["x/" + "a" * 200 + "b"]
+    found = await grep("", tmp_path, glob=glob, backend=backend)
+    assert "a" * 240 not in found.text
