@@ -8,10 +8,11 @@ min / max over --runs reads of each kind (interleaved, after warm-ups):
                 environment (reproduced here: the code is gone from the agent).
   own, outside  `workspace._read_git` without walls: the log while the config's program names are read, then the
                 status with them blanked, every git with the overrides and the scrubbed environment.
-  own, walled   the same inside a session's walls (its fork server), as a sandboxed session reads them.
+  own, walled   the same with the status inside a session's walls, as a sandboxed session reads them (through the
+                session's walled reader: the walls go up once, at the first read).
   added         own walled median minus before median (the goal: <= 20 ms), and own outside minus before.
-  walls alone   one `git status` through own_git inside the walls minus the same outside: what the sandbox's
-                per-command cost (bench/sandbox.py) adds to the walled figure.
+  walls alone   one `git status` through own_git inside the walls minus the same outside (the walled reader's
+                round trip, against a process group of the agent's own).
 
 Usage: uv run python bench/git_reads.py [--runs 40] [--json]. Linux with the sandbox available (else the walled
 figures are left out).

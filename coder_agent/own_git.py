@@ -28,9 +28,11 @@ the agent runs for itself goes through here, and here alone:
   `GIT_NO_REPLACE_OBJECTS` (a `refs/replace/` ref cannot swap a snapshot), `GIT_OPTIONAL_LOCKS=0`,
   `GIT_TERMINAL_PROMPT=0`, `LC_ALL=C`; `--no-pager`. `git` itself is looked up on the absolute entries of PATH
   outside the repository (a `git` planted in a project's `.venv/bin` is never run).
-* **Where.** `run` (async) runs inside the session's walls when given its sandbox (`CommandSandbox.start`, the fork
-  server: nothing kept out is readable, no network, writes only to the session's folders), else as a local process
-  group; `run_sync` (the blob store's, from worker threads) runs outside the walls. The per-turn reads
+* **Where.** `run` (async) runs inside the session's walls when given its sandbox (nothing kept out is readable, no
+  network, writes only to the session's folders): through the session's `WalledReader`, a small process started
+  inside them once (`own_git_reader.py`) that runs each git as its child, so the walls' cost (~10 ms of CPU) is paid
+  once per session, not once per turn; else as a local process group. `run_sync` (the blob store's, from worker
+  threads) runs outside the walls. The per-turn reads
   (`agent/workspace.py`) put only the `status` inside: it alone reads the work tree, where a driver added to the
   config between `blanks()` and the status (by a command running meanwhile) could run; the config listing and the
   log read config files and the object database, and with the overrides run nothing. The blob store's commands
@@ -45,11 +47,14 @@ the settings that make `status` say what the user's own `git status` says; the o
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+import sys
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -118,6 +123,9 @@ ENVIRONMENT = {
 }
 MAX_OUTPUT = 16 << 20
 """Output of one git kept at most (a status of a huge tree); the rest is dropped."""
+READER = Path(__file__).with_name("own_git_reader.py")
+READ_TIMEOUT = 60.0
+"""How long the reader inside the walls lets one git run (the callers' own bounds are shorter)."""
 
 
 class GitFailed(Exception):
@@ -218,18 +226,17 @@ async def run(
     sandbox: CommandSandbox | None,
     blanked: Sequence[tuple[str, str]] = (),
 ) -> Ran:
-    """`git args` in `cwd` (inside the repository at `root`): inside the session's walls when `sandbox` is given,
-    else a local process group; its stdout (stderr is dropped). Cancelling it kills it. GitFailed if it could not
-    start."""
+    """`git args` in `cwd` (inside the repository at `root`): inside the session's walls when `sandbox` is given
+    (through its `WalledReader`), else a local process group; its stdout (stderr is dropped). Cancelling it kills
+    it. GitFailed if it could not start."""
     argv = [program(root), "--no-pager", *args]
     env = environment(root, blanked)
+    if sandbox is not None:
+        return await reader_for(sandbox).run(argv, cwd, env)
     try:
-        if sandbox is not None:
-            git: process.PipedLeader = await sandbox.start(argv, cwd, env, errors=False)
-        else:
-            git = await process.spawn_group(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
+        git = await process.spawn_group(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
     except OSError as exc:
         raise GitFailed(f"git {args[0]} could not start: {exc.strerror or exc}") from None
     out = bytearray()
@@ -242,6 +249,112 @@ async def run(
         with anyio.CancelScope(shield=True):
             await process.stop_group(git, grace=0.5)
     return Ran(None if code < 0 else code, bytes(out))
+
+
+def reader_for(sandbox: CommandSandbox) -> WalledReader:
+    """The session's `WalledReader` (made on first use, closed with the sandbox)."""
+    found = _readers.get(sandbox)
+    if found is None:
+        found = _readers[sandbox] = WalledReader(sandbox)
+        sandbox.on_close(found.aclose)
+    return found
+
+
+class WalledReader:
+    """A process inside a session's walls (`own_git_reader.py`) that runs the agent's own git there, one request at
+    a time: the walls are put up once per session rather than once per git (~10 ms of CPU each). It is started again
+    when the walls' spec changes (a `.git` a command made is pinned and protected from then on, as it would be for a
+    command), when it died, or after a request was cancelled or failed midway."""
+
+    def __init__(self, sandbox: CommandSandbox) -> None:
+        self.sandbox = sandbox
+        self._lock = anyio.Lock()
+        self._process: process.PipedLeader | None = None
+        self._requests: int | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._buffer = bytearray()
+        self._spec: object = None
+
+    async def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Ran:
+        request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd), "timeout": READ_TIMEOUT}
+        async with self._lock:
+            try:
+                await self._ready()
+                await self._send(json.dumps(request).encode() + b"\n")
+                header = json.loads(await self._take_line())
+                out = await self._take(int(header["size"]))
+            except BaseException as exc:
+                with anyio.CancelScope(shield=True):
+                    await self._stop()
+                if isinstance(exc, OSError | ValueError | KeyError):
+                    raise GitFailed(f"git {argv[2]} could not run inside the walls: {exc}") from None
+                raise
+        code = int(header["code"])
+        return Ran(None if code < 0 else code, out[:MAX_OUTPUT])
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            await self._stop()
+
+    async def _ready(self) -> None:
+        spec = self.sandbox.walls.spec()
+        if self._process is not None and self._process.returncode is None and spec == self._spec:
+            return
+        await self._stop()
+        read_fd, write_fd = os.pipe()
+        try:
+            argv = [sys.executable, "-I", "-S", str(READER)]
+            started = await self.sandbox.start(
+                argv, self.sandbox.walls.roots[0], process.child_env(), stdin=read_fd, errors=False
+            )
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        assert started.stdout is not None
+        self._process, self._requests, self._spec = started, write_fd, spec
+        self._chunks = aiter(started.stdout)
+        self._buffer.clear()
+
+    async def _send(self, data: bytes) -> None:
+        assert self._requests is not None
+        view = memoryview(data)
+        while view:
+            await anyio.wait_writable(self._requests)
+            view = view[os.write(self._requests, view) :]
+
+    async def _more(self) -> None:
+        assert self._chunks is not None
+        try:
+            self._buffer += await anext(self._chunks)
+        except StopAsyncIteration:
+            raise OSError("the reader inside the walls ended") from None
+
+    async def _take_line(self) -> bytes:
+        while (end := self._buffer.find(b"\n")) < 0:
+            await self._more()
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return line
+
+    async def _take(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            await self._more()
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    async def _stop(self) -> None:
+        started, self._process = self._process, None
+        if self._requests is not None:
+            os.close(self._requests)
+            self._requests = None
+        if started is not None:
+            await process.stop_group(started, grace=0.5)  # it ends at end of input; else it is ended
+
+
+_readers: weakref.WeakKeyDictionary[CommandSandbox, WalledReader] = weakref.WeakKeyDictionary()
 
 
 def run_sync(args: Sequence[str], *, root: Path, cwd: Path, input: bytes | None = None, timeout: float) -> bytes:

@@ -16,7 +16,7 @@ import logging
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +90,7 @@ class CommandSandbox:
         none could be made (RLIMIT_NPROC holds the processes, nothing the memory)."""
         self.network = network
         """The network namespace the session's commands share (Linux); None: each has its own (or none at all)."""
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @classmethod
     async def open(
@@ -185,7 +186,16 @@ class CommandSandbox:
         with it: it has a PID namespace of its own, `sandbox/supervisor.py`.)"""
         return CommandGuard(self.walls, self.walls.git_redirects())
 
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` first when the sandbox closes (a helper of the agent's own that runs inside the walls)."""
+        self._closers.append(closer)
+
     async def aclose(self) -> None:
+        for closer in self._closers:
+            try:
+                await closer()
+            except Exception:
+                log.warning("a helper inside the sandbox did not close", exc_info=True)
         if self.spawner is not None:
             await self.spawner.aclose()
         if self.network is not None:

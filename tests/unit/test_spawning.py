@@ -13,6 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "coder_agent"
 ALLOWED = {
     "process.py": "spawn_group, run_sync and the reaper",
+    "own_git_reader.py": "runs the agent's own git inside the session's walls, started there through process.py",
     "sandbox/supervisor.py": "the launcher's and fork server's supervisor: forks and execs the command in the walls",
     "sandbox/forkserver.py": "forks and execs each sandboxed command",
     "sandbox/linux.py": "forks the proxy's forwarder inside the walls",
