@@ -46,6 +46,7 @@ the settings that make `status` say what the user's own `git status` says; the o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -233,10 +234,8 @@ async def run(
     env = environment(root, blanked)
     if sandbox is not None:
         return await reader_for(sandbox).run(argv, cwd, env)
-    try:
-        git = await process.spawn_group(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
+    try:  # git starts nothing of its own with our overrides: no group needed (the fast path)
+        git = await process.spawn_helper(argv, cwd=cwd, env=env, stderr=subprocess.DEVNULL)
     except OSError as exc:
         raise GitFailed(f"git {args[0]} could not start: {exc.strerror or exc}") from None
     out = bytearray()
@@ -247,7 +246,10 @@ async def run(
         code = await git.wait()
     finally:
         with anyio.CancelScope(shield=True):
-            await process.stop_group(git, grace=0.5)
+            if git.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    git.kill()
+            await git.aclose()
     return Ran(None if code < 0 else code, bytes(out))
 
 
@@ -362,7 +364,7 @@ def run_sync(args: Sequence[str], *, root: Path, cwd: Path, input: bytes | None 
     module docstring): its stdout. GitFailed naming the command and git's own words when it fails."""
     argv = [program(root), "--no-pager", *args]
     try:
-        done = process.run_sync(argv, cwd=cwd, env=environment(root), input=input, timeout=timeout)
+        done = process.run_sync(argv, cwd=cwd, env=environment(root), input=input, timeout=timeout, group=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitFailed(f"git {args[0]} failed in {cwd}: {exc}") from None
     if done.returncode != 0:

@@ -3,11 +3,12 @@ making sure it ends with the agent even when the agent is killed.
 
 `child_env()` is the one environment every child starts from: the agent's own without its secrets
 (`secrets.child_environ`: keys, tokens, passwords, credentials by name and by value, `SSH_AUTH_SOCK`, less what the
-user's `sandbox.pass_env` lets through) and with `OWNER_MARK`. `spawn_group` (async) and `run_sync` (a blocking
+user's `sandbox.pass_env` lets through) and with `OWNER_MARK`. `spawn_group` (async), `spawn_helper` (a short-lived
+program that starts nothing itself, in the agent's own group: CPython's vfork fast path) and `run_sync` (a blocking
 caller's, in a worker thread) are the only places in `coder_agent/` that start a process, apart from the sandbox's
-launcher and fork server, which exec the command they were handed (`tests/unit/test_spawning.py` checks it). A
-caller that needs more (a command's `COMMAND_ENV`, an MCP server's own `env`) adds it on top of `child_env()`;
-the agent's own git goes through `own_git` on top of these, and inside the session's walls through
+launcher, supervisor and fork server, which exec the command they were handed (`tests/unit/test_spawning.py`
+checks it). A caller that needs more (a command's `COMMAND_ENV`, an MCP server's own `env`) adds it on top of
+`child_env()`; the agent's own git goes through `own_git` on top of these, and inside the session's walls through
 `CommandSandbox.start`.
 
 `spawn_group` starts a command as the leader of a new session, so its process group id is its pid and what it
@@ -92,6 +93,30 @@ async def spawn_group(
     return process
 
 
+async def spawn_helper(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+) -> Process:
+    """Start a short-lived program of the agent's own that starts nothing itself (ripgrep, the agent's own git) in
+    this process's group: no session of its own keeps CPython's vfork fast path (a new session costs a whole fork
+    of the agent, ~5 ms more per spawn, three times that on a loaded machine). The caller kills it (`kill()`, no
+    group to end); should the agent die first, the reaper ends it by its mark (Linux). `env` (built on
+    `child_env()`) or `child_env()` itself."""
+    return await anyio.open_process(
+        list(argv),
+        cwd=cwd,
+        env=child_env() if env is None else owner_marked(env),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+    )
+
+
 class GroupLeader(Protocol):
     """What stopping a group needs of its leader: an `anyio` process, or one the sandbox's fork server started."""
 
@@ -128,11 +153,12 @@ def run_sync(
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
     timeout: float,
+    group: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `argv` to its end from a blocking caller (a worker thread), its output captured: its own process group,
-    killed whole after `timeout` (then `subprocess.TimeoutExpired`); `env` (built on `child_env()`) or
-    `child_env()` itself. It carries the owner mark, so the reaper ends it on Linux should the agent die first.
-    OSError if it cannot start."""
+    """Run `argv` to its end from a blocking caller (a worker thread), its output captured: its own process group
+    (`group=False`: a program that starts nothing itself, as `spawn_helper`), killed whole after `timeout` (then
+    `subprocess.TimeoutExpired`); `env` (built on `child_env()`) or `child_env()` itself. It carries the owner mark,
+    so the reaper ends it on Linux should the agent die first. OSError if it cannot start."""
     with subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -140,15 +166,15 @@ def run_sync(
         stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=group,
     ) as process:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
         except BaseException:
             with contextlib.suppress(OSError):
-                if _CAN_KILL_GROUPS:
+                if _CAN_KILL_GROUPS and group:
                     os.killpg(process.pid, signal.SIGKILL)
-                else:  # pragma: no cover - Windows
+                else:
                     process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):  # one that left the group may hold the pipes
                 process.communicate(timeout=1.0)

@@ -1,8 +1,8 @@
 """The ripgrep backend: finding `rg`, its command lines, running it, and parsing its `--null` output as it arrives.
 
 `find_rg` looks beside this interpreter first (the PyPI `ripgrep` wheel installs `rg` into the environment's scripts
-directory), then on PATH. The process runs in its own process group (`process.spawn_group`: the environment every
-child gets, without secrets) with stdin from /dev/null and its output piped to us (never to our stdout, which
+directory), then on PATH. The process runs as `process.spawn_helper` (the environment every child gets, without
+secrets) with stdin from /dev/null and its output piped to us (never to our stdout, which
 carries ACP), and is killed on timeout, on cancellation, or once enough results were read.
 
 Two ripgrep behaviours are worked around here:
@@ -21,7 +21,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from coder_agent.process import spawn_group, stop_group
+from coder_agent.process import spawn_helper
 from coder_agent.tools.search.gitignore import parent_rules
 from coder_agent.tools.search.globs import GlobFilter
 from coder_agent.tools.search.query import GrepQuery, OutputMode
@@ -177,7 +176,7 @@ async def _run(
                 stderr.extend(chunk[: _STDERR_KEPT - len(stderr)])
 
     timed_out = False
-    process = await spawn_group(args, stdin=subprocess.DEVNULL, cwd=cwd)  # the scrubbed environment
+    process = await spawn_helper(args, cwd=cwd)  # the scrubbed environment; rg starts nothing itself
     assert process.stdout is not None
     assert process.stderr is not None
     try:
@@ -195,7 +194,7 @@ async def _run(
             with suppress(ProcessLookupError):
                 process.kill()
         with anyio.CancelScope(shield=True):
-            await stop_group(process, grace=0.5)
+            await process.aclose()
     return process.returncode, bytes(stderr), timed_out
 
 
