@@ -19,7 +19,8 @@ CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of s
 through too) wherever they would reach a permission request, a tool result, a session update, an error, a log
 line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent),
 in the forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text,
-such as `user:key` in a Basic `Authorization` header).
+such as `user:key` in a Basic `Authorization` header); so are the keys the agent holds without a variable
+(`add_key_value`: the login `coder-agent login` stored).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ surrounds it could be ordinary text)."""
 
 _configured: set[str] = set()
 _passed: frozenset[str] = frozenset()
+_held: dict[str, str] = {}
+"""Keys the agent holds outside its environment (the stored login's), by value: redacted as key variables are."""
 
 
 def add_key_variable(name: str | None) -> None:
@@ -85,6 +88,14 @@ def let_through(names: Iterable[str]) -> None:
     list). Their values are still redacted from what is shown."""
     global _passed
     _passed = frozenset(names)
+
+
+def add_key_value(value: str, label: str) -> None:
+    """Treat `value` as a key wherever key variables' values are redacted (`[redacted <label>]`): a key the agent
+    holds without an environment variable (`credentials`: the stored login's), which no child gets anyway."""
+    value = value.strip()
+    if len(value) >= MIN_SECRET_LENGTH:
+        _held[value] = label
 
 
 def is_key_variable(name: str) -> bool:
@@ -152,6 +163,7 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, s
     found = {
         value.strip(): name for name, value in source.items() if name not in NOT_REDACTED and is_secret(name, value)
     }
+    found.update(_held)
     return sorted(
         ((value, name) for value, name in found.items() if len(value) >= MIN_SECRET_LENGTH),
         key=lambda pair: -len(pair[0]),

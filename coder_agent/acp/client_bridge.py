@@ -44,6 +44,7 @@ from coder_agent.protocol.schema import (
     NoticeSeverity,
     NoticeUpdate,
     PlanDocumentUpdate,
+    PlanRemoved,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionUpdate,
@@ -128,9 +129,9 @@ class AcpClientBridge:
     # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        """Send one `session/update` notification (a Markdown plan or a sub-agent's session only to a client that
-        shows them)."""
-        if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
+        """Send one `session/update` notification (a plan document, its removal or a sub-agent's session only to a
+        client that shows them)."""
+        if isinstance(update, PlanDocumentUpdate | PlanRemoved) and not self.capabilities.shows_plan_documents:
             return
         if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
             return

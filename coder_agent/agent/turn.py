@@ -36,7 +36,7 @@ import anyio
 from coder_agent.agent import system_prompt
 from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.metering import MeteredModel
-from coder_agent.agent.user_message import to_user_message
+from coder_agent.agent.user_message import shown_blocks, to_user_message
 from coder_agent.errors import AuthRequired, InvalidParams, ModelUnavailable
 from coder_agent.model.base import (
     ContextWindowExceeded,
@@ -374,7 +374,7 @@ class Turn:
             prompt = steer.prompt
             user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
             self.conversation.append(user.message)
-            for block in prompt:
+            for block in shown_blocks(prompt):
                 await self.client.update(UserMessageChunk(content=block, message_id=steer.message_id))
             self.mark(steer.message_id)
             steer.settle("taken")

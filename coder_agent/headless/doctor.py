@@ -35,6 +35,7 @@ from coder_agent.config import (
     project_config_file,
     user_config_file,
 )
+from coder_agent.credentials import LoginStore
 from coder_agent.errors import RpcError
 from coder_agent.headless import snippets
 from coder_agent.model import providers
@@ -61,7 +62,8 @@ class Check:
 
 def main(config_file: Path | None, model: str | None, *, offline: bool) -> int:
     console = Console(highlight=False, soft_wrap=True)
-    checks, config = anyio.run(_checks, ConfigSource(CliOverrides(config_file=config_file, model=model)), offline)
+    source = ConfigSource(CliOverrides(config_file=config_file, model=model), logins=LoginStore())
+    checks, config = anyio.run(_checks, source, offline)
     console.print(Text(f"coder-agent {__version__} doctor", style="bold"))
     console.print()
     width = max(len(check.name) for check in checks) + 2
@@ -157,6 +159,8 @@ def _key(source: ConfigSource, config: Config) -> tuple[Check, ModelSettings | N
             return Check("key", True, f"{name} is set (its value is not shown)"), settings
     if config.api_base is not None:
         return Check("key", True, f"none set, none needed: a self-hosted server at {config.api_base}"), settings
+    if settings.api_key:
+        return Check("key", True, "the one `coder-agent login` stored (its value is not shown)"), settings
     return Check("key", True, "no key variable to check: the provider's own credentials are used"), settings
 
 

@@ -4,7 +4,10 @@ result that hit them looks like.
 `launch(argv)` gives the command line and the environment additions that run `argv` inside the walls: on Linux the
 launcher (`python -I -S sandbox/enter.py -- …`, walls in `CODER_AGENT_SANDBOX`), on macOS `sandbox-exec` with a
 Seatbelt profile. The session owns its private folder (a `tmp/` the commands write to, and the proxy's socket
-beside it, out of their reach): `open()` makes it and starts the proxy, `aclose()` removes it.
+beside it, out of their reach): `open()` makes it and starts the proxy, `aclose()` removes it. On Linux the folder
+also holds `sandboxed`, a two-line script that runs the launcher, so the command line an editor shows for its
+terminal reads `…/sandboxed bash -c '<the command>'` rather than the interpreter and the launcher's path (where the
+folder's file system forbids running files, the launcher is named in full).
 `hit_walls(output, exit_code)` recognises a failure the walls caused (or the launcher's refusal to run without
 them), so the command can be offered to run outside.
 """
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -54,6 +59,8 @@ DENIAL_SIGNS = (
     "coder-agent sandbox:",
 )
 """What a command prints when the walls stopped it (file system, network, the proxy's refusal, the launcher)."""
+SHOWN_LAUNCHER = "sandboxed"
+"""The script in the session's private folder that runs the launcher: what an editor shows as a command's program."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,8 @@ class CommandSandbox:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         linux = support.kind == "landlock"
+        if linux:
+            write_shown_launcher(folder)
         memory = (settings.max_memory_mb << 20) if settings.max_memory_mb else default_memory()
         group = await anyio.to_thread.run_sync(make_session_group, walls.max_processes, memory) if linux else None
         spawner = ForkServerSpawner(tasks, group.folders if group is not None else ()) if linux else None
@@ -149,7 +158,8 @@ class CommandSandbox:
                 env.update(dict.fromkeys(PROXY_VARIABLES, f"http://127.0.0.1:{port}" if port is not None else ""))
             return seatbelt.argv(spec, argv, proxy=proxied, proxy_port=port), env
         env[SPEC_VARIABLE] = encode(spec)
-        return [*launcher_argv(), "--", *argv], env
+        shown = self.folder / SHOWN_LAUNCHER
+        return [str(shown), *argv] if shown.exists() else [*launcher_argv(), "--", *argv], env
 
     async def start(
         self,
@@ -247,3 +257,14 @@ def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:
         if any(sign in line for sign in DENIAL_SIGNS):
             return WallsHit(line.strip()[:300], launcher=False)
     return None
+
+
+def write_shown_launcher(folder: Path) -> None:
+    """`sandboxed` in the session's private folder (0700, which sandboxed commands cannot write): it runs the launcher
+    on the rest of its command line. Not written where the file system forbids running files (`noexec`)."""
+    if os.statvfs(folder).f_flag & os.ST_NOEXEC:
+        return
+    line = " ".join(shlex.quote(part) for part in launcher_argv())
+    script = folder / SHOWN_LAUNCHER
+    script.write_text(f'#!/bin/sh\nexec {line} -- "$@"\n', encoding="utf-8")
+    script.chmod(0o500)

@@ -7,11 +7,13 @@ what prepare found: locations, the diff or the whole command) → the permission
 
 Every update carries the call's status and only what changed. Every failure is a result: the user reads a short
 sentence, the model may read more (why, and what to do instead); an unexpected error in a tool is logged
-and becomes a failed result too. A call the user cancelled gets its final status at once, `failed` with
-"Cancelled.", live as in the replay (a client that does not mark it itself would show it running forever); so
-does a call that stopped the turn because no one could be asked its permission (the turn's history says so to the
-model, and `Turn.resume` runs it later). Everything shown goes through the session's redacting bridge; what the
-model reads back is redacted here (`ToolResult` output), its one boundary.
+and becomes a failed result too. A call the user cancelled while it ran (a command the agent killed) gets its final
+status at once, `failed` with "Cancelled." (a client that does not mark it itself would show it running forever);
+one that had not started (it waited for permission) gets no status after the cancel, since the client marks it
+cancelled itself and a later status would override that (Zed's "Canceled"); the replay ends both `failed`
+"Cancelled.". A call that stopped the turn because no one could be asked its permission gets its status live too
+(the turn's history says so to the model, and `Turn.resume` runs it later). Everything shown goes through the
+session's redacting bridge; what the model reads back is redacted here (`ToolResult` output), its one boundary.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class ToolExecutor:
             await shown.cancelled()
             raise
         except StoppedForPermission:
-            await shown.cancelled("Not run: it needs permission, and no one could be asked.")
+            await shown.cancelled("Not run: it needs permission, and no one could be asked.", live=True)
             raise
         except TurnCancelled:
             await shown.cancelled()
@@ -221,10 +223,16 @@ class ToolExecutor:
             content=content,
             raw_input=shown.raw_input,
         )
-        answer = await self.ctx.bridge.request_permission(request, choices)
+        running = shown.sent.get("status")
+        shown.sent["status"] = "pending"  # the request shows the call waiting, as the client now does
+        try:
+            answer = await self.ctx.bridge.request_permission(request, choices)
+        except (BridgeError, NoOneToAsk):
+            shown.sent["status"] = running
+            raise
         if answer is None:
             raise TurnCancelled
-        await self.ctx.bridge.update(ToolCallUpdate(tool_call_id=shown.call_id, status="in_progress"))
+        await shown.update(status="in_progress")
         return answer
 
     async def _remember(self, rules: Any, *, allow: bool) -> None:
@@ -292,11 +300,15 @@ class _Call:
             await self.update(status="failed", content=[text_content(for_user)])
         return ToolResult(for_model, failed=True)
 
-    async def cancelled(self, why: str = "Cancelled.") -> None:
-        """The user cancelled (or no one could be asked): the call ends `failed` with `why`, shown at once (bounded)
-        and replayed so."""
+    async def cancelled(self, why: str = "Cancelled.", *, live: bool = False) -> None:
+        """The user cancelled (or no one could be asked): the call ends `failed` with `why`, replayed so; shown at
+        once (bounded) if it was running or `live`, else only recorded (the client marks a call that never started
+        cancelled itself, and a status sent after the cancel would override it)."""
         if self.sent and self.sent.get("status") not in ("completed", "failed"):
             note: list[ToolCallContent] = [text_content(why)]
+            if not live and self.sent.get("status") != "in_progress":
+                self.client.record(ToolCallUpdate(tool_call_id=self.call_id, status="failed", content=note))
+                return
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCELLED_UPDATE_TIMEOUT):
                 try:
                     await self.update(status="failed", content=note)

@@ -4,7 +4,6 @@ asks its permission questions there (a pseudo-terminal stands in for the person'
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ def work(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def test_the_bare_command_on_a_terminal_explains_itself(tmp_path: Path, terminals: list[Terminal]) -> None:

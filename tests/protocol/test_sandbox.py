@@ -181,3 +181,15 @@ async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_a
         await client.prompt(session, "go")
     result = _results(model)[0]
     assert "fetch does not reach" in result and "curl" in result, result
+
+
+async def test_the_editors_terminal_shows_the_users_command_not_the_launcher(tmp_path: Path) -> None:
+    """Toad shows a terminal's `command` and `args`: they read `…/sandboxed bash -c '<command>'`."""
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo shown"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto") as (client, editor, session, work):
+        assert await client.prompt(session, "go") == "end_turn"
+    [terminal] = editor.terminals.values()
+    assert Path(terminal.command).name == "sandboxed"
+    assert terminal.args[-2:] == ["-c", "echo shown"] and Path(terminal.args[0]).name in ("bash", "sh")
+    assert "python" not in " ".join([terminal.command, *terminal.args])
+    assert terminal.text().strip() == "shown"

@@ -37,6 +37,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from coder_agent.sandbox.command import SHOWN_LAUNCHER, write_shown_launcher
 from coder_agent.sandbox.interfaces import local_addresses
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.secrets import child_environ
@@ -360,6 +361,18 @@ def _write_kept_out_now(world: World) -> None:
         _give(world, path)
 
 
+def _shown_launcher(world: World) -> None:
+    """The session's `sandboxed` script, which the editor's terminal runs outside the walls to put them up."""
+    write_shown_launcher(world.layout.private)
+    _give(world, world.layout.private / SHOWN_LAUNCHER)
+
+
+def _shown_launcher_unchanged(world: World, ran: Ran) -> None:
+    script = world.layout.private / SHOWN_LAUNCHER
+    assert "enter.py" in script.read_text(encoding="utf-8") and "exit 0" not in script.read_text(encoding="utf-8")
+    assert "Read-only file system" in ran.output or "Permission denied" in ran.output, "it ran, and was stopped"
+
+
 def _no_project_config(world: World) -> None:
     shutil.rmtree(world.layout.workspace / ".coder-agent")
 
@@ -614,6 +627,13 @@ ESCAPES: list[Escape] = [
         nobody=True,
     ),
     Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share"),
+    Escape(
+        "replace-the-shown-launcher",  # the next command's terminal would run it outside the walls
+        "printf '#!/bin/sh\\nexit 0\\n' > {base}/private/sandboxed || "
+        "{{ rm -f {base}/private/sandboxed && printf '#!/bin/sh\\nexit 0\\n' > {base}/private/sandboxed; }}",
+        late=_shown_launcher,
+        check=_shown_launcher_unchanged,
+    ),
     # ---- other processes ------------------------------------------------------------------------------------------
     Escape("kill-watcher", "kill -9 {watcher}", nobody=True),
     Escape("signal-watcher", "kill -USR1 {watcher}", nobody=True),
