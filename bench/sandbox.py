@@ -17,9 +17,16 @@ Figures, in milliseconds, median / p95 / min / max over --runs commands of each 
   launcher      the launcher alone, `python -I -S enter.py -- true`, from subprocess.run (interpreter start,
                 namespaces, mounts, Landlock, seccomp), minus a plain `true` from subprocess.run.
   a busy command  `git status` in a small repository, outside and inside, for a command that does some work.
+  bookkeeping   the agent's own work around each sandboxed command, in this process: the guard before it (the
+                git places as they were), the walls' spec, and the guard's finish after it (what it planted for git
+                undone). The repository has a submodule, a linked worktree and a gitlink, as projects have.
 
-Usage: uv run python bench/sandbox.py [--runs 60] [--baseline PATH/TO/enter.py] [--json]. Linux with the sandbox
-available. The load average is printed with the figures: the machine is shared.
+With --tree DIR (another version's checkout, say `git archive main | tar -x -C DIR`), the figures are taken for
+both versions in interleaved rounds (a fresh process per version and round, this bench run against that version's
+code: walls, guard and launcher alike), so both see the same load, and printed side by side with the difference.
+
+Usage: uv run python bench/sandbox.py [--runs 60] [--baseline PATH/TO/enter.py | --tree DIR] [--json]. Linux with
+the sandbox available. The load average is printed with the figures: the machine is shared.
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ from typing import Any
 
 import anyio
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("CODER_AGENT_BENCH_TREE") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from acp_bench import stats  # noqa: E402
 
@@ -72,9 +80,7 @@ async def measure(runs: int, baseline: Path | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as folder:
         work = Path(folder) / "work"
         work.mkdir()
-        await anyio.run_process(["git", "init", "-q", str(work)])
-        for index in range(20):
-            (work / f"file{index}.txt").write_text(f"{index}\n")
+        await _repository(work)
         bridge = LocalBridge()
         async with anyio.create_task_group() as tasks:
             sandbox = await CommandSandbox.open((work,), SandboxConfig(), support, tasks)
@@ -110,6 +116,7 @@ async def measure(runs: int, baseline: Path | None) -> dict[str, Any]:
                 cpu = {"sandboxed": await _cpu_per_command(sandbox, work, runs)}
                 if other is not None:
                     cpu["baseline"] = await _cpu_per_command(other, work, runs)
+                bookkeeping = [await _bookkeeping(sandbox) for _ in range(runs)]
                 launcher = _launcher(await sandbox.launch(["true"]), work, runs)
             finally:
                 await sandbox.aclose()
@@ -137,9 +144,36 @@ async def measure(runs: int, baseline: Path | None) -> dict[str, Any]:
         "git_status_outside": stats(figures["git_out"]),
         "git_status_sandboxed": stats(figures["git_in"]),
         "launcher_added_ms": launcher,
+        "bookkeeping": stats(bookkeeping),
         "goal": f"added <= {GOAL_MS} ms: {'PASS' if added <= GOAL_MS else 'FAIL'}",
         "load_average": os.getloadavg()[0],
     }
+
+
+async def _repository(work: Path) -> None:
+    """A small repository as projects have them: files, a submodule, a linked worktree, a nested gitlink."""
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "protocol.file.allow=always"]
+    for folder in (work, work.parent / "lib"):
+        await anyio.run_process([*git, "init", "-q", str(folder)])
+        await anyio.run_process([*git, "-C", str(folder), "commit", "-q", "--allow-empty", "-m", "x"])
+    for index in range(20):
+        (work / f"file{index}.txt").write_text(f"{index}\n")
+    await anyio.run_process([*git, "-C", str(work), "submodule", "add", "-q", str(work.parent / "lib"), "lib"])
+    await anyio.run_process([*git, "-C", str(work), "worktree", "add", "-q", str(work.parent / "other")])
+    nested = work / "vendor" / "dep"
+    nested.mkdir(parents=True)
+    await anyio.run_process([*git, "init", "-q", str(nested)])
+    await anyio.run_process([*git, "-C", str(nested), "commit", "-q", "--allow-empty", "-m", "x"])
+    await anyio.run_process([*git, "-C", str(work), "add", "-A"], check=False)
+
+
+async def _bookkeeping(sandbox: CommandSandbox) -> float:
+    """The agent's own work around one sandboxed command (see the module docstring), in milliseconds."""
+    started = time.perf_counter()
+    guard = sandbox.guard()
+    sandbox.walls.spec()
+    await guard.finish()
+    return (time.perf_counter() - started) * 1000
 
 
 async def _cpu_per_command(sandbox: CommandSandbox, work: Path, runs: int) -> float:
@@ -175,12 +209,65 @@ def _launcher(launch: tuple[list[str], dict[str, str]], work: Path, runs: int) -
     return round((statistics.median(walled) - statistics.median(plain)) * 1000, 2)
 
 
+ROUNDS = 6
+KINDS = ("bare", "sandboxed", "bookkeeping")
+
+
+def compare(tree: Path, runs: int) -> dict[str, Any]:
+    """This version's figures and another's, taken in interleaved rounds (see the module docstring)."""
+    trees = {"other": tree.resolve(), "this": Path(__file__).resolve().parents[1]}
+    values: dict[str, dict[str, list[float]]] = {name: {kind: [] for kind in KINDS} for name in trees}
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
+    loads = []
+    for _ in range(ROUNDS):
+        for name, root in trees.items():
+            done = subprocess.run(
+                [sys.executable, __file__, "--json", "--runs", str(max(runs // ROUNDS, 5))],
+                env={**os.environ, "CODER_AGENT_BENCH_TREE": str(root)},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            figures = json.loads(done.stdout)
+            for kind in KINDS:
+                values[name][kind] += figures[kind]["values"]
+            cpu[name].append(figures["cpu_ms_per_sandboxed_command"]["sandboxed"])
+            loads.append(figures["load_average"])
+    out: dict[str, Any] = {"runs_each": len(values["this"]["bare"]), "load_average": round(statistics.mean(loads), 2)}
+    for name in trees:
+        medians = {kind: statistics.median(values[name][kind]) for kind in KINDS}
+        out[name] = {
+            "added_ms": round(medians["sandboxed"] - medians["bare"], 2),
+            "bookkeeping_ms": round(medians["bookkeeping"], 2),
+            "cpu_ms_per_sandboxed_command": round(statistics.median(cpu[name]), 2),
+            **{kind: stats(values[name][kind]) for kind in KINDS},
+        }
+    out["added_over_other_ms"] = round(out["this"]["added_ms"] - out["other"]["added_ms"], 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--baseline", type=Path, help="another checkout's coder_agent/sandbox/enter.py")
+    parser.add_argument("--tree", type=Path, help="another version's checkout, measured side by side")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.tree is not None:
+        both = compare(args.tree, args.runs)
+        if args.json:
+            print(json.dumps(both, indent=2))
+            return
+        for name in ("other", "this"):
+            tree = both[name]
+            print(
+                f"{name:>6}: added {tree['added_ms']} ms (sandboxed {tree['sandboxed']['median']} against bare "
+                f"{tree['bare']['median']}), bookkeeping {tree['bookkeeping_ms']} ms, "
+                f"CPU {tree['cpu_ms_per_sandboxed_command']} ms per sandboxed command"
+            )
+        print(f"{'this - other':>6}: {both['added_over_other_ms']} ms added per command")
+        print(f"{'load':>6}: {both['load_average']:.2f} (mean of the rounds), {both['runs_each']} commands each")
+        return
     figures = anyio.run(measure, args.runs, args.baseline)
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -192,6 +279,7 @@ def main() -> None:
     if "added_over_baseline_ms" in figures:
         print(f"{'added over baseline':>22}: {figures['added_over_baseline_ms']} ms")
     print(f"{'cpu per command':>22}: {figures['cpu_ms_per_sandboxed_command']} ms")
+    print(f"{'bookkeeping':>22}: {figures['bookkeeping']['median']} ms")
     print(f"{'launcher alone, added':>22}: {figures['launcher_added_ms']} ms")
     print(f"{'load average':>22}: {figures['load_average']:.2f}")
 

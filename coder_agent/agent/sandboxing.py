@@ -4,7 +4,7 @@ the user is told if not.
 The answer has three sources: the config (`[sandbox] enabled`), the machine (`sandbox.probe.check`, once per
 process) and the session's folders (one that holds the home folder cannot be walled). Without a sandbox a session
 is not offered the `auto` mode (one that was in it falls back to the default mode), and a notice says why once.
-The walls keep the agent's own config and session store out of reach.
+The walls keep the agent's own config, session store, state, caches and logs out of reach.
 """
 
 from __future__ import annotations

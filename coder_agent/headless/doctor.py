@@ -43,6 +43,7 @@ from coder_agent.model.base import ModelError, ModelSettings
 from coder_agent.model.litellm_loader import load_litellm
 from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.command import project_cache
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.sandbox.walls import Unwallable, agent_paths, build_walls
 from coder_agent.store import default_root
@@ -233,13 +234,13 @@ def _sandbox(config: Config | None) -> Check:
             "not offered; set sandbox.enabled = false to accept that",
         )
     settings = config.sandbox if config is not None else SandboxConfig()
-    temp = Path(tempfile.gettempdir()) / "coder-agent-sandbox-…" / "tmp"
+    temp = platformdirs.user_cache_path("coder-agent") / "sessions" / "session-…"
     try:
         walls = build_walls(
             (Path.cwd(),),
             settings,
             temp=temp,
-            cache=platformdirs.user_cache_path("coder-agent") / "sandbox",
+            cache=project_cache((Path.cwd(),)),
             proxy_socket=None,
             agent_paths=agent_paths(default_root()),
         )

@@ -3,11 +3,15 @@ result that hit them looks like.
 
 `launch(argv)` gives the command line and the environment additions that run `argv` inside the walls: on Linux the
 launcher (`python -I -S sandbox/enter.py -- …`, walls in `CODER_AGENT_SANDBOX`), on macOS `sandbox-exec` with a
-Seatbelt profile. The session owns its private folder (a `tmp/` the commands write to, and the proxy's socket
-beside it, out of their reach): `open()` makes it and starts the proxy, `aclose()` removes it. On Linux the folder
-also holds `sandboxed`, a two-line script that runs the launcher, so the command line an editor shows for its
-terminal reads `…/sandboxed bash -c '<the command>'` rather than the interpreter and the launcher's path (where the
-folder's file system forbids running files, the launcher is named in full).
+Seatbelt profile. The session owns a private folder (the proxy's socket, out of the commands' reach), a temp folder
+the commands write to (0700, in one folder of this user's, `sessions_folder`, that is kept out of every session's
+commands but for their own), and package caches of its project's own (`project_cache`): `open()` makes them and
+starts the proxy, `aclose()` removes the private and temp folders. On Linux the private folder also holds
+`sandboxed`, a two-line script that runs the launcher, so the command line an editor shows for its terminal reads
+`…/sandboxed bash -c '<the command>'` rather than the interpreter and the launcher's path (where the folder's file
+system forbids running files, the launcher is named in full).
+`guard()` is what one command needs around it: the git places as they were before it, so that when it ends what
+it planted for git outside is undone (`CommandGuard.finish`).
 `hit_walls(output, exit_code)` recognises a failure the walls caused (or the launcher's refusal to run without
 them), so the command can be offered to run outside.
 """
@@ -15,10 +19,12 @@ them), so the command can be offered to run outside.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -30,7 +36,7 @@ import platformdirs
 from anyio.abc import TaskGroup
 
 from coder_agent.process import PipedLeader, spawn_group
-from coder_agent.sandbox import seatbelt
+from coder_agent.sandbox import gitplaces, gitundo, seatbelt
 from coder_agent.sandbox.cgroups import SessionGroup, default_memory, make_session_group, remove_group
 from coder_agent.sandbox.network import SessionNetwork
 from coder_agent.sandbox.probe import Support, launcher_argv
@@ -110,19 +116,20 @@ class CommandSandbox:
     ) -> CommandSandbox:
         """Make the session's private folder, build the walls, start the proxy if the network goes through it.
         `walls.Unwallable` if these folders cannot be walled."""
+        sessions = sessions_folder()
         folder = Path(tempfile.mkdtemp(prefix="coder-agent-sandbox-"))
+        temp = Path(tempfile.mkdtemp(prefix="session-", dir=sessions))  # 0700
         try:
-            (folder / "tmp").mkdir()
-            cache = platformdirs.user_cache_path("coder-agent") / "sandbox"
-            cache.mkdir(parents=True, exist_ok=True)
+            cache = project_cache(roots)
+            cache.mkdir(mode=0o700, parents=True, exist_ok=True)
             proxy_socket = folder / "proxy.sock" if settings.network == "proxy" else None
             walls = build_walls(
                 roots,
                 settings,
-                temp=folder / "tmp",
+                temp=temp,
                 cache=cache,
                 proxy_socket=proxy_socket,
-                agent_paths=agent_paths,
+                agent_paths=(*agent_paths, sessions, cache.parent),
             )
             proxy = None
             if proxy_socket is not None:
@@ -130,6 +137,7 @@ class CommandSandbox:
                 await proxy.serve(tasks, tcp=support.kind == "seatbelt")  # macOS: no forwarder, a port of ours
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(temp, ignore_errors=True)
             raise
         linux = support.kind == "landlock"
         if linux:
@@ -192,9 +200,10 @@ class CommandSandbox:
         return [*self.walls.describe(), *([self.group.describe()] if self.group is not None else [])]
 
     def guard(self) -> CommandGuard:
-        """What one command needs around it: the git redirects there were before it. (What it leaves running ends
+        """What one command needs around it: the git places as they were before it. (What it leaves running ends
         with it: it has a PID namespace of its own, `sandbox/supervisor.py`.)"""
-        return CommandGuard(self.walls, self.walls.git_redirects())
+        places = self.walls.git_places()
+        return CommandGuard(self.walls, places, places.snapshot())
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         """Run `closer` first when the sandbox closes (a helper of the agent's own that runs inside the walls)."""
@@ -212,38 +221,67 @@ class CommandSandbox:
             await self.network.aclose()
         if self.group is not None:
             await anyio.to_thread.run_sync(remove_group, self.group)
-        with contextlib.suppress(OSError):
-            await anyio.to_thread.run_sync(shutil.rmtree, self.folder, True)
+        for folder in (self.folder, self.walls.temp):
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
 
 
 @dataclass
 class CommandGuard:
-    """What one sandboxed command must not leave behind: git redirects it made."""
+    """What one sandboxed command must not leave behind for git run outside the walls."""
 
     walls: Walls
-    git_before: dict[Path, bytes]
+    places: gitplaces.GitPlaces
+    """The git places before the command."""
+    watched: gitundo.Snapshot
+    """What the watched git files held before the command."""
 
     async def finish(self) -> str:
-        """Once the command has ended: remove the git redirects it made; what was done, as a note for the output."""
+        """Once the command has ended: undo what it planted for git run outside (`undo`); what was done, as a note
+        for the output."""
         with anyio.CancelScope(shield=True):
-            made = await anyio.to_thread.run_sync(self.walls.git_redirects)
-        notes = []
-        for path, says in sorted(made.items()):
-            before = self.git_before.get(path)
-            if before == says:
-                continue
-            with contextlib.suppress(OSError):
-                if before is None:
-                    path.unlink()
-                else:
-                    path.write_bytes(before)
-            what = "made" if before is None else "changed"
-            undone = "it was removed" if before is None else "it was put back"
-            notes.append(
-                f"\n[coder-agent: the command {what} {path}, which would send git, run outside the sandbox, to another "
-                f"folder's config and hooks; {undone}.]"
-            )
-        return "".join(notes)
+            notes = await anyio.to_thread.run_sync(self.undo)
+        return "".join(f"\n{note}" for note in notes)
+
+    def undo(self) -> list[str]:
+        """Before the agent or the user runs git again: the redirects the command made or changed removed or put
+        back, what it made where git would read or run it (a missing included file, hooks folder or
+        `config.worktree`) renamed aside, and a repository it made (or replaced) where git outside will open it (a
+        session folder's, a submodule's, one it linked in an index) cut to settings that run nothing, its hooks
+        disabled. The walls of the next command protect what is there now."""
+        after = self.walls.git_places()
+        before = self.places.repositories
+        new = {path for path, identity in after.repositories.items() if before.get(path) != identity}
+        notes = gitundo.undo_redirects(self.watched, after.snapshot(), new)
+        notes += gitundo.set_aside(self.places.absent)
+        for git_dir in sorted(new):
+            notes += gitundo.neutralize(git_dir)
+        return notes
+
+
+def sessions_folder() -> Path:
+    """The folder of this user's sessions' temp folders (in the agent's cache folder, 0700): kept out of every
+    session's commands, which reach only their own temp folder in it. Not in the machine's temp folder, because
+    keeping a folder there out of reach makes the walls grant each of its neighbours one by one, for every command.
+    OSError if it is not this user's alone: the sessions then get no sandbox, and say why."""
+    folder = platformdirs.user_cache_path("coder-agent") / "sessions"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise OSError(f"{folder} is not a folder of yours")
+    if st.st_mode & 0o077:
+        os.chmod(folder, 0o700)
+    return Path(os.path.realpath(folder))
+
+
+def project_cache(roots: tuple[Path, ...]) -> Path:
+    """The package managers' caches of the project in these folders: one folder per set of session folders (by
+    their resolved paths), so what one project's commands leave there (a poisoned package, a `CARGO_HOME`
+    config that runs a wrapper) never reaches another project's; the others are kept out of its commands."""
+    key = "\0".join(os.path.realpath(root) for root in roots)
+    return platformdirs.user_cache_path("coder-agent") / "sandbox" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def hit_walls(output: str, exit_code: int | None) -> WallsHit | None:

@@ -17,8 +17,9 @@ Standard library only. In order, each step before the ones that would forbid it:
    any, is joined first, while /sys is still writable.
 3. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
    made for the session); for root, the capabilities that reach past the walls leave the bounding set.
-4. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
-   devices; writes to the writable places; no signals to and no abstract sockets of processes outside).
+4. **no_new_privs, Landlock** (reads everywhere but the denied paths, the home folder beyond what builds need
+   (`read`) and `/dev`, which gets a short list of safe devices; writes to the writable places; no signals to and
+   no abstract sockets of processes outside).
 5. **The proxy's forwarder** (network through the proxy, in a network namespace of the command's own): a child
    process, forked inside the Landlock domain, that listens on the namespace's 127.0.0.1 and carries each
    connection to the agent's proxy over its UNIX socket.
@@ -468,7 +469,10 @@ def _landlock(spec: Spec, abi: int, private_pts: bool) -> landlock.Ruleset:
     """The Landlock rules, made (the init applies them)."""
     ruleset = landlock.Ruleset(abi, net=False)
     denied = [os.path.normpath(p) for p in spec.get("deny", ())]
-    landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, "/dev"])
+    home = [os.path.normpath(p) for p in spec.get("home", ())]
+    landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, *home, "/dev"])
+    for path in spec.get("read", ()):  # what builds need of the home folder, but for what is denied inside it
+        landlock.grant_tree(ruleset, os.path.normpath(path), landlock.READ, denied)
     device_rights = landlock.READ | landlock.WRITE_FILE | landlock.IOCTL_DEV
     for device in (*DEVICES_READ_WRITE, *(("/dev/pts",) if private_pts else ())):
         ruleset.allow(device, device_rights | (landlock.WRITE if device == "/dev/shm" else 0))

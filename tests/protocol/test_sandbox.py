@@ -162,7 +162,7 @@ async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path
         result = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
         await client.prompt(result["sessionId"], "where is your temp folder?", timeout=60)
     tmpdir = _results(model)[0]
-    assert "coder-agent-sandbox-" in tmpdir and tmpdir.endswith("/tmp")  # the session's private one
+    assert "/coder-agent/sessions/session-" in tmpdir  # the session's own temp folder
 
 
 async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_are(tmp_path: Path) -> None:

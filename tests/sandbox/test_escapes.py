@@ -43,7 +43,17 @@ from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import command_line
 from tests.sandbox.conftest import MakeLayout
-from tests.sandbox.walled import MARK_VARIABLE, NOBODY, Layout, Ran, Walled, git, snapshot, survivors
+from tests.sandbox.credentials import CREDENTIAL_FILES
+from tests.sandbox.walled import (
+    MARK_VARIABLE,
+    NOBODY,
+    Layout,
+    Ran,
+    Walled,
+    git,
+    snapshot,
+    survivors,
+)
 
 pytestmark = pytest.mark.sandbox
 
@@ -626,7 +636,11 @@ ESCAPES: list[Escape] = [
         late=_write_kept_out_now,
         nobody=True,
     ),
-    Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share"),
+    Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share {home}/.local/state"),
+    *(Escape(f"read-{name}", f"cat '{{home}}/{raw[2:]}'", nobody=True) for name, raw in CREDENTIAL_FILES.items()),
+    Escape("read-home-folder-config-with-find", "find {home}/.config {home}/.cache -type f -exec cat {{}} +"),
+    Escape("read-credential-beside-readable-config", "cat {home}/.config/git/config {home}/.config/git/credentials"),
+    Escape("copy-readable-toolchain-folder-with-credential", "cp -r {home}/.gem stolen && cat stolen/credentials"),
     Escape(
         "replace-the-shown-launcher",  # the next command's terminal would run it outside the walls
         "printf '#!/bin/sh\\nexit 0\\n' > {base}/private/sandboxed || "

@@ -1,8 +1,9 @@
 """Real walls around a temporary user, and one shell command run inside them as the agent runs it.
 
-`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path
-(each with a secret in it) and the agent's own config and session store (`~/.config/coder-agent`,
-`~/.local/share/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
+`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path and
+every credential file of `CREDENTIAL_FILES` (each with a secret in it), what builds read there (`READABLE_FILES`),
+the agent's own config, session store, state and log (`~/.config/coder-agent`, `~/.local/share/coder-agent`,
+`~/.local/state/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
 folder of victims; `copy_layout` copies one (quicker than laying out anew). Everything belongs to the user the
 commands run as and is open to them, so that only the walls can stop a command, never file permissions. The caller
 points HOME and the XDG folders into the fake home, so that the agent's own paths (`sandbox.walls.agent_paths`)
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import platformdirs
 
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
@@ -52,13 +54,11 @@ from coder_agent.sandbox.walls import agent_paths, build_walls
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import COMMAND_ENV, command_line
 from coder_agent.session.local_bridge import DRAIN_GRACE, KILL_GRACE
+from tests.sandbox.credentials import CREDENTIAL_FILES, FOLDER_LIKE, PATTERN_NAME, READABLE_FILES, SECRET_FILE_IN
 
 NOBODY = 65534
 MARK_VARIABLE = "SANDBOX_TEST_MARK"
 """Every command of these tests carries a marker in its environment, so what it leaves running can be found."""
-FILE_LIKE = {".netrc", ".git-credentials", ".npmrc", ".pypirc", "config.json"}
-"""Default kept-out entries that are files (the others are folders)."""
-SECRET_FILE_IN = {"~/.ssh": "id_rsa", "~/.aws": "credentials", "~/.config/gcloud": "credentials.db"}
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Sandbox Test",
     "GIT_AUTHOR_EMAIL": "sandbox@test.invalid",
@@ -69,7 +69,9 @@ GIT_IDENTITY = {
 HOOK = "#!/bin/sh\nexit 0\n"
 AGENT_CONFIG = ".config/coder-agent"
 AGENT_DATA = ".local/share/coder-agent"
-"""Where the agent keeps its config and data under a home folder (platformdirs, with the XDG folders in it)."""
+AGENT_STATE = ".local/state/coder-agent"
+"""Where the agent keeps its config, data, state and logs under a home folder (platformdirs, with the XDG folders
+in it)."""
 
 
 @dataclass(frozen=True)
@@ -108,20 +110,31 @@ def make_layout(base: Path, *, token: str, owner: int | None = None, project_con
     """Lay out a user's world under `base` (see the module docstring); `owner` is the uid the commands run as."""
     home = base / "home"
     secrets: dict[Path, str] = {}
+    targets = []
     for raw in DEFAULT_DENY_READ:
         if not raw.startswith("~/"):
             continue  # the machine's own (/etc/shadow): not laid out here
-        entry = home / raw.removeprefix("~/")
-        target = entry if entry.name in FILE_LIKE else entry / SECRET_FILE_IN.get(raw, "secret.txt")
+        entry = home / raw.removeprefix("~/").replace("*", PATTERN_NAME)
+        targets.append(entry / SECRET_FILE_IN.get(raw.rstrip("/"), "secret.txt") if raw in FOLDER_LIKE else entry)
+    targets += [home / raw.removeprefix("~/") for raw in CREDENTIAL_FILES.values()]
+    for target in dict.fromkeys(targets):
         target.parent.mkdir(parents=True, exist_ok=True)
-        secret = f"SECRET-{token}-{len(secrets):02d}-{entry.name.lstrip('.')}"
+        secret = f"SECRET-{token}-{len(secrets):02d}-{target.name.lstrip('.')}"
         target.write_text(secret + "\n", encoding="utf-8")
         secrets[target] = secret
+    for raw, text in READABLE_FILES.items():
+        path = home / raw.removeprefix("~/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if "/bin/" in raw:
+            path.chmod(0o755)
     (home / ".bashrc").write_text("# the user's shell startup\n", encoding="utf-8")
     agent_files = []
     for path, secret in (
         (home / AGENT_CONFIG / "config.toml", f"AGENT-CONFIG-{token}"),
         (home / AGENT_DATA / "sessions" / "session.jsonl", f"AGENT-SESSION-{token}"),
+        (home / AGENT_STATE / "log" / "coder-agent.log", f"AGENT-LOG-{token}"),
+        (home / AGENT_STATE / "history.jsonl", f"AGENT-STATE-{token}"),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f'# {secret}\nmodel = "openai/{secret}"\n', encoding="utf-8")
@@ -217,7 +230,7 @@ class Walled:
     """Walls built by the real code around a layout, and commands run inside them."""
 
     def __init__(self, layout: Layout, settings: SandboxConfig, *, as_user: int | None = None, mark: str = "") -> None:
-        for own in agent_paths(None):
+        for own in (platformdirs.user_config_path("coder-agent"), platformdirs.user_state_path("coder-agent")):
             if not own.is_relative_to(layout.home):
                 raise AssertionError(f"point the XDG folders into the fake home first: the agent's {own} is not there")
         self.layout = layout

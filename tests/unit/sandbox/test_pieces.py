@@ -125,10 +125,10 @@ def test_a_folder_holding_the_home_folder_cannot_be_walled(tmp_path: Path, root:
 
 def test_the_seatbelt_profile_takes_paths_as_parameters_only() -> None:
     hostile = '/x") (allow default) ("'
-    spec = {"write": [hostile], "protect": ["/w/.git/hooks"], "deny": ["/h/.ssh"]}
+    spec = {"write": [hostile], "protect": ["/w/.git/hooks"], "deny": ["/h/.ssh"], "pin": ["/w/.git"]}
     text, params = seatbelt.profile(spec, proxy=False)
     assert hostile not in text and params["WRITE0"] == hostile
-    assert "(deny default)" in text and '(allow file-write* (subpath (param "WRITE0")))' in text
+    assert "(deny default)" in text and '(allow file-read* file-write* (subpath (param "WRITE0")))' in text
     assert '(deny file-write* (subpath (param "PROTECT0")))' in text
     assert '(deny file-read* file-write* (subpath (param "DENY0")))' in text
     assert "unix-socket" not in text
