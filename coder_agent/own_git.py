@@ -31,14 +31,15 @@ the agent runs for itself goes through here, and here alone:
 * **Where.** `run` (async) runs inside the session's walls when given its sandbox (nothing kept out is readable, no
   network, writes only to the session's folders): through the session's `WalledReader`, a small process started
   inside them once (`own_git_reader.py`) that runs each git as its child, so the walls' cost (~10 ms of CPU) is paid
-  once per session, not once per turn; else as a local process group. `run_sync` (the blob store's, from worker
-  threads) runs outside the walls. The per-turn reads
-  (`agent/workspace.py`) put only the `status` inside: it alone reads the work tree, where a driver added to the
-  config between `blanks()` and the status (by a command running meanwhile) could run; the config listing and the
-  log read config files and the object database, and with the overrides run nothing. The blob store's commands
-  read neither the index nor the work tree either (no fsmonitor, attributes or filters), run no hook and reach no
-  transport, and the object database may lie outside the walls' writable folders (a session in a subfolder of a
-  repository).
+  once per session, not once per turn; else as a short-lived child of the agent's (`process.spawn_helper`: git
+  starts nothing itself here). `run_sync` (the blob store's, from worker threads) runs outside the walls. The
+  per-turn reads (`agent/workspace.py`) put only the `status` inside, and only where the session's commands can
+  write the repository: it alone reads the work tree, where a driver added to the config between `blanks()` and
+  the status (by a command running meanwhile) could run; a repository above the session's folders is out of the
+  commands' reach (and of their reads). The config listing and the log read config files and the object database,
+  and with the overrides run nothing. The blob store's commands read neither the index nor the work tree either (no
+  fsmonitor, attributes or filters), run no hook and reach no transport, and the object database may lie outside
+  the walls' writable folders (a session in a subfolder of a repository).
 
 The user's own config files (global, system) are read as git reads them: they hold `safe.directory`, excludes and
 the settings that make `status` say what the user's own `git status` says; the overrides beat them too.

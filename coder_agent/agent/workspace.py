@@ -14,6 +14,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,8 @@ async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | N
     it). The log and the config's program names (`own_git.blanks`) are read at once, outside the walls: they read
     only config files and the object database, and with `own_git`'s overrides run nothing. The status, which reads
     the work tree (where a clean filter a config names would run), comes next with those names blanked, inside the
-    session's walls when it has them: a command running meanwhile could add a name between the two reads."""
+    session's walls when its commands can write the repository: one running meanwhile could add a name between the
+    two reads."""
     root = own_git.find_root(cwd)
     if root is None:
         return None, None
@@ -124,7 +126,8 @@ async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | N
         group.start_soon(read_log)
         try:
             blanked = await own_git.blanks(root, cwd, None)
-            status = await own_git.run(STATUS, root=root, cwd=cwd, sandbox=sandbox, blanked=blanked)
+            walled = sandbox if sandbox is not None and _commands_write(root, sandbox) else None
+            status = await own_git.run(STATUS, root=root, cwd=cwd, sandbox=walled, blanked=blanked)
         except own_git.GitFailed as exc:
             log.info("git state left out: %s", exc)
     if status is None or not status.ok:
@@ -136,6 +139,14 @@ async def _read_git(cwd: Path, sandbox: CommandSandbox | None) -> tuple[Path | N
     branch = _branch(first, commits[0][0] if commits else "")
     recent = [f"{sha[:8]} {summary}" for sha, summary in commits]
     return root, GitInfo(branch=branch, status=_summarize_status(rest), recent_commits=recent)
+
+
+def _commands_write(root: Path, sandbox: CommandSandbox) -> bool:
+    """Whether the session's commands may write the repository at `root` (it lies in the walls' writable places),
+    so that one running meanwhile could add a program to its config. A repository above the session's folders is
+    out of their reach (and of their reads: the walls keep the home folder out), so its status runs outside."""
+    real = Path(os.path.realpath(root))
+    return any(real.is_relative_to(folder) for folder in sandbox.walls.writable)
 
 
 def _branch(header: str, head_sha: str) -> str:

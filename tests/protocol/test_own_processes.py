@@ -112,22 +112,28 @@ async def plant_then_next_turn(
     return trap
 
 
+RUNNING = {"background": True, "ready": "planted"}
+"""A job that plants, then keeps running: what the walls undo after a command (its git settings) stays meanwhile."""
 PLANTINGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "fsmonitor-after-git-init": ("git init -q && git config core.fsmonitor {program} && echo x > f && git add f", {}),
+    "fsmonitor-after-git-init": (
+        "git init -q && git config core.fsmonitor {program} && echo x > f && git add f && touch planted && sleep 600",
+        RUNNING,
+    ),
     "config-worktree": (
-        "git init -q && git config extensions.worktreeConfig true && git config --worktree core.fsmonitor {program}",
-        {},
+        "git init -q && git config extensions.worktreeConfig true && git config --worktree core.fsmonitor {program} "
+        "&& touch planted && sleep 600",
+        RUNNING,
     ),
     "commondir-from-a-running-job": (
         "git init -q && git init -q --bare evil && git -C evil config core.fsmonitor {program} "
         "&& printf '../evil\\n' > .git/commondir && touch planted && sleep 600",
-        {"background": True, "ready": "planted"},
+        RUNNING,
     ),
     "nested-repository-behind-a-gitlink": (
         "git init -q sub && git -C sub config user.name T && git -C sub config user.email t@example.com "
         "&& echo x > sub/f && git -C sub add f && git -C sub commit -qm s && echo dirty > sub/f && git add sub "
-        "&& git -C sub config core.fsmonitor {program}",
-        {"repo": True},
+        "&& git -C sub config core.fsmonitor {program} && touch planted && sleep 600",
+        {**RUNNING, "repo": True},
     ),
     "bare-layout-in-the-session-folder": (
         "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\n\\trepositoryformatversion = 0"
