@@ -254,3 +254,20 @@ async def test_the_agents_own_git_gets_no_token(tmp_path: Path, monkeypatch: pyt
         assert_no_secret(dump.read_text())
     marks = {path.name for path in outside.iterdir()}
     assert {"config", "log"} <= marks and ("status" in marks) != walls, marks
+
+
+async def test_a_repository_above_the_session_folder_still_gives_its_git_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package of a monorepo under the home folder: the walls keep the home folder out of commands' reads, and the
+    repository is out of their reach, so its status runs outside them; the model still learns the branch."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    repo = make_repo(tmp_path / "work")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "module.py").write_text("x = 1\n")
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model, open_session=False) as (client, _, _):
+        session = await client.new_session(str(repo / "pkg"))
+        await client.prompt(session, "hi")
+    system = model.last_request.messages[0]["content"]
+    assert "main" in system and "not a git repository" not in system, system[-600:]
