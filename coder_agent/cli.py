@@ -195,6 +195,12 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
     )
     run.add_argument(
+        "--output-schema",
+        type=Path,
+        metavar="FILE",
+        help="end with JSON valid against this JSON Schema, printed alone (one retry; else exit status 4)",
+    )
+    run.add_argument(
         "--verbose", action="store_true", help="show commands' output whole (text output; default: its last lines)"
     )
     _add_common(run, top=False)

@@ -10,7 +10,8 @@ What the client did not advertise in `initialize` is never called: the bridge de
 opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead, and a question
 of a kind the client cannot show comes back declined, saying why. It says so once: in a notice when the local
 machine is first used, or, for a client without notices (whose notices are agent messages), in a message of its
-own before the first turn's answer, so the note never lands in the middle of the model's text.
+own before the first turn's answer, ended by a rule, so the note never reads as part of the model's text even in
+a client that runs messages together.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
 
+ANSWER_FOLLOWS = "\n\n---\n\n"
+"""Ends the note said before the first answer: a client that runs messages together still shows where it ends."""
 FALLBACK_NOTICES = {
     "files": (
         "Files are read and written on disk, not through the editor",
@@ -164,7 +167,7 @@ class AcpClientBridge:
             return
         self._fallbacks_told.update(missing)
         lines = [f"_{FALLBACK_NOTICES[what][0]}_: {FALLBACK_NOTICES[what][1]}" for what in missing]
-        text = "\n\n".join(lines) + "\n\n"
+        text = "\n\n".join(lines) + ANSWER_FOLLOWS
         await self.update(
             AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
         )

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, language_servers, sandboxing, system_prompt, wake
+from coder_agent.agent import commands, observers, sandboxing, system_prompt, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -234,9 +234,7 @@ class SessionManager:
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
-            services.lsp = language_servers.open_language_servers(session)
-            if services.lsp is not None:
-                services.closers.insert(0, services.lsp.aclose)  # before the walls they run in
+            await observers.observe(session, config)  # its language servers, hooks and telemetry
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:

@@ -121,10 +121,11 @@ class ModelRunner:
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
-    """Title a session after its first prompt, and tell the client."""
+    """Title a session after its first prompt's first text (what follows it is context: a run's piped input, a
+    pasted file), and tell the client."""
     if session.state.title is not None:
         return
-    text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
+    text = next((block.text for block in prompt if isinstance(block, TextContent) and block.text.strip()), "").strip()
     if not text:
         return
     first_line = " ".join(text.split())

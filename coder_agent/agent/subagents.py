@@ -182,6 +182,7 @@ class Subagents:
                 unattended=parent.unattended,
                 parent_id=parent.session_id,
                 instructions=instructions,
+                hooks=parent.hooks,  # a guard on tool calls guards a sub-agent's too
             )
             metered = MeteredModel(model, ctx, bills=(tally, *self.parent_model.bills))  # and the parent turn's
             turn = Turn(

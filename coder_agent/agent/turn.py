@@ -20,7 +20,8 @@ A turn sees its session only through its `TurnContext`. The history stays valid 
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
 carry on. A call whose permission no one could give (a run without a terminal) stops the turn, and the model
 is told so; `resume` runs such calls once the user allows them, and the turn goes on. A sub-agent's run is a turn
-too (`run_task`), on a context of its own; the `task` calls of one reply run side by side.
+too (`run_task`), on a context of its own; the `task` calls of one reply run side by side. The session's hooks
+(`session.hooks`) run at the first turn's start (`session_start`) and at each turn's end (`turn_end`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ from coder_agent.protocol.schema import (
     UserMessageChunk,
     new_message_id,
 )
+from coder_agent.session.telemetry import tracing
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import StoppedForPermission, ToolResult, ToolSet, TurnCancelled
+from coder_agent.tools.calls import LEAVING_NEEDS_PERMISSION, StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +105,32 @@ class Turn:
         return self.conversation.messages
 
     async def run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
-        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`."""
+        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`; traced
+        when telemetry is on."""
+        text = " ".join(block.text for block in prompt if isinstance(block, TextContent))
+        return await self.traced(text, lambda: self._run(prompt, user_message_id))
+
+    async def traced(self, prompt: str | None, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
+        """Run `turn` inside the turn's trace (when telemetry is on: `session.telemetry`)."""
+        telemetry = self.ctx.telemetry
+        if telemetry is None:
+            return await turn()
+        trace = telemetry.turn(self.ctx.session_id, self.ctx.policy.mode, self.config.model, prompt)
+        stop_reason: str = "error"
+        with tracing(trace):
+            try:
+                stop_reason = await turn()
+            except anyio.get_cancelled_exc_class():
+                stop_reason = "cancelled"
+                raise
+            finally:
+                trace.end(stop_reason)
+        return stop_reason
+
+    async def _run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
         await self.client.turn_starting()
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
@@ -128,8 +154,14 @@ class Turn:
         steering.close("cancelled" if stop_reason == "cancelled" else "ended")
         self.finish_turn()
         await self.bills_in()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
+
+    async def ended(self, stop_reason: StopReason) -> None:
+        """The turn ended (not cancelled or failed): the `turn_end` hooks."""
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.turn_end(stop_reason, self.last_answer)
 
     async def run_task(self, task: str) -> StopReason:
         """A sub-agent's whole run: its task is the first message, and the loop goes until it answers (no undo
@@ -206,6 +238,9 @@ class Turn:
     async def resume(self) -> StopReason:
         """Go on from a turn that stopped at a call no one could permit: run its stopped calls now (asking again,
         under the policy as it is now), then let the model go on. InvalidParams if the session did not stop so."""
+        return await self.traced(None, self._resume)
+
+    async def _resume(self) -> StopReason:
         calls = stopped_calls(self.history)
         if not calls:
             raise InvalidParams(
@@ -213,6 +248,8 @@ class Turn:
                 "give a prompt."
             )
         self.conversation.reopen_calls({call.id for call in calls})
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
         turn_start = len(self.history)
         try:
@@ -227,6 +264,7 @@ class Turn:
             self.ctx.save_soon()
             raise
         self.finish_turn()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)
         return stop_reason
 
@@ -245,7 +283,7 @@ class Turn:
             done += len(group)
             for call, outcome in zip(group, outcomes, strict=True):
                 if isinstance(outcome, StoppedForPermission):
-                    self.add_tool_result(call.id, NEEDS_PERMISSION)
+                    self.add_tool_result(call.id, outcome.for_model or NEEDS_PERMISSION)
                     for later in calls[done:]:
                         self.add_tool_result(later.id, NOT_RUN_AFTER_STOP)
                     return "cancelled"
@@ -436,7 +474,10 @@ def stopped_calls(history: Sequence[Message]) -> list[ToolCallRequest]:
                 for call in calls
                 if stopped.get(call.get("id"))
             ]
-        stopped[str(message.get("tool_call_id"))] = message.get("content") in STOPPED_RESULTS
+        content = message.get("content")
+        stopped[str(message.get("tool_call_id"))] = content in STOPPED_RESULTS or (
+            isinstance(content, str) and content.startswith(LEAVING_NEEDS_PERMISSION)
+        )
     return []
 
 

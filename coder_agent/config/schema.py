@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from coder_agent.config.hooks import HooksConfig, ProjectHooks
+from coder_agent.config.telemetry import TelemetryConfig
 from coder_agent.config.wake import WakeConfig
 from coder_agent.lsp.settings import LspConfig
 from coder_agent.permissions.modes import ModeName
@@ -186,11 +188,23 @@ class Config(BaseModel):
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     """Sub-agents (`task`): how many at once, their step and time limits, their models."""
 
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    """Commands run on a session's events (`config.hooks`); a project file's are kept apart (`project_hooks`)."""
+
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    """OpenTelemetry traces and metrics, opt-in; a project file may not set it."""
+
     extra_params: dict[str, Any] = Field(default_factory=dict)
     """Advanced: extra keyword arguments passed through to the model call (e.g. provider-specific options).
     Keys the agent sets itself or that have their own field are rejected."""
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _project_hooks: ProjectHooks | None = PrivateAttr(default=None)
+
+    @property
+    def project_hooks(self) -> ProjectHooks | None:
+        """The hooks of the session folder's project file, which run only once the user trusts them."""
+        return self._project_hooks
 
     @field_validator("models")
     @classmethod

@@ -1,10 +1,11 @@
 """`coder-agent doctor`: the setup checked in plain words, and the editor settings for this install.
 
 Checks, in order: the config files (which exist, and that together they are valid), the model string (litellm
-can route it; its provider), a key (where it comes from; its value is never printed), the endpoint (one tiny
-completion, timed apart from loading the model library, so the figure is the endpoint's own; `--offline` skips
-it), ripgrep, that the data folder (sessions, undo snapshots) is writable, and the sandbox (whether commands can be
-walled in here, and the walls a session in this folder would get).
+can route it; its provider), a key (where it comes from; its value is never printed; without a model, not
+checked), the model's context window (the config's, litellm's, or a guess, with how to set it), the endpoint (one
+tiny completion, timed apart from loading the model library, so the figure is the endpoint's own; `--offline`
+skips it), ripgrep, that the data folder (sessions, undo snapshots) is writable, and the sandbox (whether commands
+can be walled in here, and the walls a session in this folder would get).
 Then the Zed and JetBrains snippets that start this install with this model. Exit status 0 only when every
 check passed (a skipped endpoint check counts as passed).
 """
@@ -40,7 +41,8 @@ from coder_agent.errors import RpcError
 from coder_agent.headless import snippets
 from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
-from coder_agent.model.litellm_loader import load_litellm
+from coder_agent.model.litellm_loader import load_litellm, model_info
+from coder_agent.model.litellm_model import DEFAULT_CONTEXT_WINDOW
 from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import project_cache
@@ -96,10 +98,15 @@ async def _checks(source: ConfigSource, offline: bool) -> tuple[list[Check], Con
     else:
         model_check = _model(config)
         checks.append(model_check)
-        key_check, settings = _key(source, config)
+        if config.model:
+            key_check, settings = _key(source, config)
+        else:
+            key_check = Check("key", False, "not checked: no model is set (see the line above)")
         checks.append(key_check)
         if not model_check.passed:
             settings = None
+        else:
+            checks.append(await _context_window(config))
     if offline:
         checks.append(Check("endpoint", None, "skipped (--offline)"))
     elif settings is None:
@@ -146,6 +153,25 @@ def _model(config: Config) -> Check:
     origin = config.source_of("model") or "the config"
     base = f", at {config.api_base}" if config.api_base else ""
     return Check("model", True, f"{config.model} (provider {provider}{base}; from {origin})")
+
+
+async def _context_window(config: Config) -> Check:
+    """The model's context window, and where it comes from; a guess says how to set it."""
+    if config.context_window:
+        return Check("context", True, f"{config.context_window:,} tokens (from {config.source_of('context_window')})")
+    try:
+        info = model_info(await load_litellm(), config.model or "") or {}
+    except ModelError as exc:
+        return Check("context", False, str(exc))
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    if window:
+        return Check("context", True, f"{int(window):,} tokens (litellm's model map)")
+    return Check(
+        "context",
+        True,
+        f"{DEFAULT_CONTEXT_WINDOW:,} tokens, a guess: litellm does not know {config.model}'s window. Set "
+        "CODER_AGENT_CONTEXT_WINDOW, or context_window in your config, to the model's real window",
+    )
 
 
 def _key(source: ConfigSource, config: Config) -> tuple[Check, ModelSettings | None]:

@@ -43,6 +43,17 @@ class NoOneToAsk(Exception):
     once the user allows it and the session goes on (`coder-agent run --continue --allow …`)."""
 
 
+LEAVES_SANDBOX_META = {"coder-agent": {"leavesSandbox": True}}
+"""The `_meta` of a permission request whose question is whether a command may run outside the sandbox: no rule
+lets one out (only the user, each time, or the full-auto mode), so a run that cannot ask says so."""
+
+
+def leaves_sandbox(call: ToolCallUpdate) -> bool:
+    """Whether a permission request asks to let a command run outside the sandbox (`LEAVES_SANDBOX_META`)."""
+    ours = (call.meta or {}).get("coder-agent")
+    return isinstance(ours, dict) and ours.get("leavesSandbox") is True
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """A finished command: its output (capped), and how it ended."""

@@ -14,8 +14,10 @@ no one to ask, and the answer says so.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -139,24 +141,37 @@ class LocalBridge:
     # ---- commands -----------------------------------------------------------------------------
 
     async def run_command(
-        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        show: ShowContent,
+        sandbox: CommandSandbox | None = None,
+        stdin: bytes | None = None,
     ) -> CommandResult:
+        """Run a command line to its end (`stdin`: what it reads, from an unlinked file; None: nothing)."""
         guard = sandbox.guard() if sandbox is not None else None
         env = {**child_environ(), **COMMAND_ENV}
-        try:
-            if sandbox is not None:
-                process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
-            else:
-                process = await spawn_group(
-                    held_together(shell_argv(command), agent_is_parent=True),
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                )
-        except OSError as exc:
-            raise BridgeError(spawn_failure(cwd, exc)) from None
+        with tempfile.TemporaryFile() if stdin is not None else contextlib.nullcontext() as given:
+            if given is not None and stdin is not None:
+                given.write(stdin)
+                given.seek(0)
+            reads = given.fileno() if given is not None else None
+            try:
+                if sandbox is not None:
+                    process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=reads)
+                else:
+                    process = await spawn_group(
+                        held_together(shell_argv(command), agent_is_parent=True),
+                        cwd=cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL if reads is None else reads,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                    )
+            except OSError as exc:
+                raise BridgeError(spawn_failure(cwd, exc)) from None
         output = _Output()
         timed_out = False
         drained = anyio.Event()

@@ -9,8 +9,8 @@ and the turn goes on carrying out the plan; "keep planning" ends the turn, so th
 change. The most careful approval comes first, with the option id `allow_once` (into the ask mode): clients that
 approve by picking the first allowing option (acpx `--approve-all`, acp.el, avante) go on asking before each edit;
 each option's name says its mode, as some clients show the names alone. With no one to ask (a run without a
-terminal), the plan is the run's answer. Only in plan mode: elsewhere the model is told to use `update_plan` and get
-on with it.
+terminal), the plan is the run's answer and the turn ends with it (no further model request). Only in plan mode:
+elsewhere the model is told to use `update_plan` and get on with it.
 """
 
 from __future__ import annotations
@@ -90,9 +90,10 @@ class ProposePlan(BuiltinTool):
             except NoOneToAsk:
                 return Outcome(
                     "No one can approve the plan here (the agent runs without an editor or a terminal to ask on), "
-                    "so the plan is the answer: end your turn with a short summary of it.",
+                    "so the plan itself is the answer the user gets, and the turn ends here. If they want it "
+                    "carried out, their next message says so.",
                     shown,
-                    ends_turn=False,
+                    ends_turn=True,
                 )
             if answer not in approvals:
                 await ctx.update(DROPPED)
