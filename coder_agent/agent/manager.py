@@ -339,7 +339,9 @@ class SessionManager:
         """Tell the client the session's slash commands when they changed (or `always`); the commands and skills
         from files, as read now."""
         services = session.services
-        catalog = await anyio.to_thread.run_sync(extensions.load_catalog, session.state.cwd)
+        refuse = session.turn_context().reading_refused
+        load = functools.partial(extensions.load_catalog, session.state.cwd, refuse=refuse)
+        catalog = await anyio.to_thread.run_sync(load)
         listed = commands.advertised(session, catalog)
         if always or listed != services.commands_shown:
             services.commands_shown = listed
@@ -444,6 +446,7 @@ class SessionManager:
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     """The session's permission policy from the config's mode and rules."""
     secrets.add_key_variable(config.api_key_env)
+    secrets.let_through(config.sandbox.pass_env)
     try:
         allow = [Rule.parse(text) for text in config.permissions.allow]
         deny = [Rule.parse(text) for text in config.permissions.deny]

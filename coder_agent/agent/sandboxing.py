@@ -13,36 +13,15 @@ import logging
 from pathlib import Path
 
 import anyio
-import platformdirs
 
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
-from coder_agent.sandbox.walls import Unwallable
+from coder_agent.sandbox.walls import Unwallable, agent_paths
 from coder_agent.session.session import Session
 
 log = logging.getLogger(__name__)
 
 NOT_SANDBOXED = "Commands are not sandboxed in this session"
-
-
-def agent_paths(store_root: Path | None) -> tuple[Path, ...]:
-    """The agent's own config, data (sessions, undo snapshots), state, caches and logs, and the files it logs to
-    (`--log-file`): kept out of sandboxed commands' reach (the sandbox's caches inside them are reached only by
-    their own project's commands)."""
-    app = "coder-agent"
-    paths = [
-        platformdirs.user_config_path(app),
-        platformdirs.user_data_path(app),
-        platformdirs.user_state_path(app),
-        platformdirs.user_cache_path(app),
-        platformdirs.user_log_path(app),
-    ]
-    if store_root is not None:
-        paths.append(store_root)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler) and not Path(handler.baseFilename).is_relative_to("/dev"):
-            paths.append(Path(handler.baseFilename))
-    return tuple(dict.fromkeys(paths))
 
 
 async def open_sandbox(session: Session, store_root: Path | None) -> tuple[CommandSandbox | None, str | None]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent import prompts
+from coder_agent import nofollow, prompts
 from coder_agent.agent import workspace
 from coder_agent.agent.isolated import ChildPlace, Isolation
 from coder_agent.agent.metering import MeteredModel
@@ -165,7 +165,7 @@ class Subagents:
         tally = Spending()
         view.tally = tally
         explore = task.kind == "explore"
-        instructions = await _system_prompt(place, name, explore)
+        instructions = await _system_prompt(place, name, explore, parent.reading_refused)
         async with anyio.create_task_group() as child_tasks:  # its usage reports: all in before it ends
             ctx = TurnContext(
                 session_id=child_id,
@@ -244,8 +244,8 @@ def _outcome(view: ChildView, stop: StopReason, max_steps: int) -> Delegated:
     return view.ended("failed", why, answer)
 
 
-async def _system_prompt(place: ChildPlace, name: str, explore: bool) -> str:
-    env = await workspace.describe(place.cwd, list(place.roots[1:]))
+async def _system_prompt(place: ChildPlace, name: str, explore: bool, refuse: nofollow.Refuse) -> str:
+    env = await workspace.describe(place.cwd, list(place.roots[1:]), sandbox=place.sandbox, refuse=refuse)
     walls = place.sandbox.walls.describe() if place.sandbox is not None else None
     return prompts.render(
         "subagent.md", **env.template_values(), agent=name, explore=explore, sandbox=walls, isolated=place.isolated

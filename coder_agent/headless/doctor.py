@@ -28,7 +28,6 @@ from rich.text import Text
 from coder_agent import __version__, secrets
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.model_runner import ModelRunner
-from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.config import (
     CONFIG_ENV_VAR,
     CliOverrides,
@@ -44,10 +43,11 @@ from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
 from coder_agent.model.litellm_loader import load_litellm, model_info
 from coder_agent.model.litellm_model import DEFAULT_CONTEXT_WINDOW
+from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import project_cache
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.walls import Unwallable, build_walls
+from coder_agent.sandbox.walls import Unwallable, agent_paths, build_walls
 from coder_agent.store import default_root
 from coder_agent.tools.search.ripgrep import find_rg
 
@@ -229,7 +229,7 @@ def _ripgrep() -> Check:
     if rg is None:
         return Check("ripgrep", False, "not found: grep and glob use a slower search in Python; install ripgrep (rg)")
     try:
-        version = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=10).stdout.split("\n")[0]
+        version = run_sync([rg, "--version"], timeout=10).stdout.decode(errors="replace").split("\n")[0]
     except (OSError, subprocess.SubprocessError) as exc:
         return Check("ripgrep", False, f"{rg} does not run: {exc}")
     return Check("ripgrep", True, f"{rg} ({version.strip() or 'version unknown'})")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from coder_agent import nofollow
 from coder_agent.isolation import copying
-from coder_agent.isolation.git import IDENTITY, GitFailed, git, program
+from coder_agent.isolation.git import IDENTITY, GitFailed, git, installed
 from coder_agent.isolation.places import BRANCH, BRANCH_PREFIX, Owner, Swept, read_meta, sweep, write_meta
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ def make(owner: Owner, cwd: Path, *, name: str, cap: int) -> Workplace:
     (folder / "tmp").mkdir()
     root = _repository_root(cwd)
     try:
-        if root is not None and program(root) is not None:
+        if root is not None and installed(root):
             return _make_worktree(folder, child, root, cwd, name, cap)
         return _make_copy(folder, cwd, cap, repository=root is not None)
     except (GitFailed, copying.TooBig, OSError) as exc:

@@ -27,7 +27,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +103,7 @@ class CommandSandbox:
         none could be made (RLIMIT_NPROC holds the processes, nothing the memory)."""
         self.network = network
         """The network namespace the session's commands share (Linux); None: each has its own (or none at all)."""
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @classmethod
     async def open(
@@ -174,22 +175,29 @@ class CommandSandbox:
         return [str(shown), *argv] if shown.exists() else [*launcher_argv(), "--", *argv], env
 
     async def start(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        *,
+        stdin: int | None = None,
+        errors: bool = True,
     ) -> PipedLeader:
-        """Start `argv` inside the walls as a local process group, its output (stdout and stderr) on a pipe;
-        `env` is the environment it gets apart from the walls' own additions, `stdin` the descriptor it reads
-        (None: /dev/null; the caller keeps and closes its own). OSError if it could not start."""
+        """Start `argv` inside the walls as a local process group, its output (stdout and stderr; with
+        `errors=False` stdout alone, stderr going to /dev/null) on a pipe; `env` is the environment it gets apart
+        from the walls' own additions, `stdin` the descriptor it reads (None: /dev/null; the caller keeps and
+        closes its own). OSError if it could not start."""
         command, extra = await self.launch(argv)
         full = {**env, **extra}
         if self.spawner is not None:
-            return await self.spawner.spawn(argv, cwd, full, stdin=stdin)
+            return await self.spawner.spawn(argv, cwd, full, stdin=stdin, errors=errors)
         return await spawn_group(
             command,
             cwd=cwd,
             env=full,
             stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if errors else subprocess.DEVNULL,
         )
 
     def describe(self) -> list[str]:
@@ -202,7 +210,16 @@ class CommandSandbox:
         places = self.walls.git_places()
         return CommandGuard(self.walls, places, places.snapshot())
 
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` first when the sandbox closes (a helper of the agent's own that runs inside the walls)."""
+        self._closers.append(closer)
+
     async def aclose(self) -> None:
+        for closer in self._closers:
+            try:
+                await closer()
+            except Exception:
+                log.warning("a helper inside the sandbox did not close", exc_info=True)
         if self.spawner is not None:
             await self.spawner.aclose()
         if self.network is not None:

@@ -28,7 +28,6 @@ from anyio.abc import Process
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox.probe import launcher_argv
 from coder_agent.sandbox.spec import FAILURE_MARK
-from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class SessionNetwork:
         argv += ["--proxy", str(self.proxy_socket)] if self.proxy_socket is not None else []
         argv += [part for folder in self.cgroups for part in ("--cgroup", str(folder))]
         try:
-            holder = await spawn_group(argv, env=child_environ(), stderr=None)
+            holder = await spawn_group(argv, stderr=None)  # the scrubbed environment
         except OSError as exc:
             raise _Unavailable(f"its holder did not start: {exc.strerror or exc}") from None
         try:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from coder_agent.process import child_env, run_sync
 from coder_agent.sandbox import spec as spec_codec
 
 ENTER = Path(__file__).with_name("enter.py")
@@ -104,17 +105,10 @@ def _run_probe(support: Support) -> Support:
     from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE
 
     with tempfile.TemporaryDirectory(prefix="coder-agent-probe-") as folder:
-        env = {**os.environ, SPEC_VARIABLE: spec_codec.encode({"write": [folder]})}
+        env = child_env({SPEC_VARIABLE: spec_codec.encode({"write": [folder]})})
         try:
-            done = subprocess.run(
-                [*launcher_argv(), "--", "/bin/sh", "-c", "exit 0"],
-                env=env,
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
+            argv = [*launcher_argv(), "--", "/bin/sh", "-c", "exit 0"]
+            done = run_sync(argv, env=env, cwd=folder, timeout=PROBE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Support("none", f"the sandbox's launcher did not run: {exc}", support.landlock_abi)
     if done.returncode == 0:

@@ -253,6 +253,11 @@ class SandboxConfig(BaseModel):
     """The most memory the sandboxed commands of one session may use together, in MiB (and as much again in swap);
     unset: three quarters of this machine's memory. Held where the agent can make a cgroup (see README, *Limits*)."""
 
+    pass_env: list[str] = Field(default_factory=list)
+    """Environment variables every process the agent starts gets although their names or values look secret
+    (`GH_TOKEN` for a `gh` you run through the agent, say): commands, MCP servers, the agent's own git. Only your
+    own config can set it; model keys pass only if named here."""
+
     mcp_servers: bool = False
     """Also start the editor's stdio MCP servers inside the sandbox (they then reach no network unless `network`
     is "proxy" and their hosts are allowed; each has a loopback of its own, out of the commands' reach)."""

@@ -17,11 +17,14 @@ says why.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import platformdirs
 
 from coder_agent.sandbox import gitconfig, gitplaces
 from coder_agent.sandbox.gitindex import GitlinkCache
@@ -169,15 +172,7 @@ def build_walls(
             )
     missing: list[str] = []
     extra = _existing(settings.writable, home, missing)
-    allowed = {_expand(p, home) for p in settings.allow_read}
-    defaults = [p for p in DEFAULT_DENY_READ if _expand(p, home) not in allowed]
-    denied = [Path(os.path.realpath(p)) for raw in defaults for p in _matches(_expand(raw, home))]
-    denied += _kept_out(settings.deny_read, home, missing)
-    denied += [Path(os.path.realpath(p)) for p in agent_paths]
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime):  # sockets and tokens of the desktop session (a container registry's login, say)
-        denied.append(Path(os.path.realpath(runtime)))
-    kept = tuple(dict.fromkeys(denied))  # those that do not exist yet too: one made later stays out of reach
+    kept = kept_out_paths(settings, agent_paths, home=home, missing=missing)
     return Walls(
         roots=resolved,
         temp=Path(os.path.realpath(temp)),
@@ -197,6 +192,49 @@ def build_walls(
         max_file_bytes=settings.max_file_mb << 20,
         missing=tuple(missing),
     )
+
+
+def agent_paths(store_root: Path | None = None) -> tuple[Path, ...]:
+    """The agent's own config, data (sessions, undo snapshots), state, caches and logs, and the files it logs to
+    (`--log-file`): kept out of sandboxed commands' reach (the sandbox's caches inside them are reached only by
+    their own project's commands)."""
+    app = "coder-agent"
+    paths = [
+        platformdirs.user_config_path(app),
+        platformdirs.user_data_path(app),
+        platformdirs.user_state_path(app),
+        platformdirs.user_cache_path(app),
+        platformdirs.user_log_path(app),
+    ]
+    if store_root is not None:
+        paths.append(store_root)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and not Path(handler.baseFilename).is_relative_to("/dev"):
+            paths.append(Path(handler.baseFilename))
+    return tuple(dict.fromkeys(paths))
+
+
+def kept_out_paths(
+    settings: SandboxConfig,
+    agent_paths: tuple[Path, ...] = (),
+    *,
+    home: Path | None = None,
+    missing: list[str] | None = None,
+) -> tuple[Path, ...]:
+    """The paths kept out, read and write, wherever they are (resolved; those that do not exist yet too: one made
+    later stays out of reach): the defaults less `allow_read`, `deny_read`, the agent's own paths, the desktop
+    session's runtime folder. A configured path that is not absolute goes to `missing`. Also what the agent itself
+    never reads on its own in a session without walls (`TurnContext.reading_refused`)."""
+    home = (home or Path.home()).resolve()
+    allowed = {_expand(p, home) for p in settings.allow_read}
+    defaults = [p for p in DEFAULT_DENY_READ if _expand(p, home) not in allowed]
+    denied = [Path(os.path.realpath(p)) for raw in defaults for p in _matches(_expand(raw, home))]
+    denied += _kept_out(settings.deny_read, home, missing if missing is not None else [])
+    denied += [Path(os.path.realpath(p)) for p in agent_paths]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):  # sockets and tokens of the desktop session (a container registry's login, say)
+        denied.append(Path(os.path.realpath(runtime)))
+    return tuple(dict.fromkeys(denied))
 
 
 def _readable(home: Path, roots: tuple[Path, ...], allow_read: list[str], denied: tuple[Path, ...]) -> tuple[Path, ...]:

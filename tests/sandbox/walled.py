@@ -6,7 +6,7 @@ the agent's own config, session store, state and log (`~/.config/coder-agent`, `
 `~/.local/state/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
 folder of victims; `copy_layout` copies one (quicker than laying out anew). Everything belongs to the user the
 commands run as and is open to them, so that only the walls can stop a command, never file permissions. The caller
-points HOME and the XDG folders into the fake home, so that the agent's own paths (`agent.sandboxing.agent_paths`)
+points HOME and the XDG folders into the fake home, so that the agent's own paths (`sandbox.walls.agent_paths`)
 are the layout's (`Walled` checks it).
 
 `opened_sandbox(layout, settings)` opens a session's sandbox as the agent does (`CommandSandbox.open` in a task
@@ -44,14 +44,13 @@ from pathlib import Path
 import anyio
 import platformdirs
 
-from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.cgroups import make_session_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
-from coder_agent.sandbox.walls import build_walls
+from coder_agent.sandbox.walls import agent_paths, build_walls
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import COMMAND_ENV, command_line
 from coder_agent.session.local_bridge import DRAIN_GRACE, KILL_GRACE

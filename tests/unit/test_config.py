@@ -97,6 +97,19 @@ def test_missing_optional_files_are_skipped(tmp_path: Path) -> None:
     assert load(tmp_path / "nowhere" / "config.toml", not_a_dir.parent) == Config()
 
 
+def test_a_project_file_leading_out_through_a_symlink_is_left_out(
+    tmp_path: Path, user_file: Path, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    elsewhere = write(tmp_path / "elsewhere" / "config.toml", 'model = "openai/from-elsewhere"\n')
+    (project / ".coder-agent" / "config.toml").symlink_to(elsewhere)
+    assert load(user_file, project).model is None
+    assert "leads out of" in caplog.text
+    inside = write(project / "shared.toml", 'model = "openai/inside"\n')
+    (project / ".coder-agent" / "config.toml").unlink()
+    (project / ".coder-agent" / "config.toml").symlink_to(inside)  # inside the session's folder: read
+    assert load(user_file, project).model == "openai/inside"
+
+
 # --- precedence ----------------------------------------------------------------------------------------------------
 
 
