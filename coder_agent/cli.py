@@ -6,7 +6,8 @@ session and end child processes first). Started by a person, with a terminal on 
 exits instead of waiting for JSON. `run` is one prompt without an editor (`headless.run`); a bare prompt
 (`coder-agent "fix it"`) or a flag only `run` has (`-p`, `-c`, `-r`) means `run` too, since an editor never
 passes one. `sessions` lists the stored sessions (`headless.sessions`); `doctor` checks the setup
-(`headless.doctor`). Nothing heavy is imported here: an editor's `initialize` waits on this module.
+(`headless.doctor`); `login` and `logout` store and remove a model key (`login`). Nothing heavy is imported
+here: an editor's `initialize` waits on this module.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 MODES = ("read-only", "plan", "default", "accept-edits", "auto", "full-auto")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 EXPORT_FORMATS = ("markdown", "atif", "json")  # headless.export.FORMATS (a test holds it)
-COMMANDS = ("run", "doctor", "sessions", "export", "serve")
+COMMANDS = ("run", "doctor", "sessions", "export", "serve", "login", "logout")
 VALUE_FLAGS = frozenset({"--config", "--model", "-m", "--log-file", "--log-level"})
 """The flags every form takes that are followed by a value."""
 RUN_FLAGS = frozenset({"-p", "--prompt", "-c", "--continue", "-r", "--resume"})
@@ -104,7 +105,8 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         "       coder-agent sessions [--all] [--json]  the sessions of this folder, to --resume\n"
         "       coder-agent doctor [--offline]         check the setup; print the editor settings\n"
         "       coder-agent export SESSION [--format F]  a session as Markdown, ATIF or JSON\n"
-        "       coder-agent serve [--port N]           ACP over WebSocket, for an editor elsewhere",
+        "       coder-agent serve [--port N]           ACP over WebSocket, for an editor elsewhere\n"
+        "       coder-agent login | logout             store a model and its key (OS keyring), or remove them",
         description="An LLM coding agent for editors that speak the Agent Client Protocol (ACP).\n"
         "Without a subcommand it serves ACP on stdin/stdout, as an editor starts it.",
         formatter_class=formatter,
@@ -116,7 +118,10 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         parser.set_defaults(command=None)
         return parser
     commands = parser.add_subparsers(
-        dest="command", metavar="{run,sessions,doctor,export,serve}", help=argparse.SUPPRESS, prog="coder-agent"
+        dest="command",
+        metavar="{run,sessions,doctor,export,serve,login,logout}",
+        help=argparse.SUPPRESS,
+        prog="coder-agent",
     )
 
     run = commands.add_parser(
@@ -190,6 +195,12 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text (default), json or stream-json"
     )
     run.add_argument(
+        "--output-schema",
+        type=Path,
+        metavar="FILE",
+        help="end with JSON valid against this JSON Schema, printed alone (one retry; else exit status 4)",
+    )
+    run.add_argument(
         "--verbose", action="store_true", help="show commands' output whole (text output; default: its last lines)"
     )
     _add_common(run, top=False)
@@ -221,7 +232,24 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
     doctor.set_defaults(command_parser=doctor)
     _add_export(commands, formatter)
     _add_serve(commands, formatter)
+    _add_login(commands, formatter)
     return parser
+
+
+def _add_login(commands: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> None:
+    login = commands.add_parser(
+        "login",
+        formatter_class=formatter,
+        help="pick a model, paste its key: checked with one request, stored in the OS keyring",
+        description="Pick a provider and a model (or give --model), paste the key: it is checked with one request\n"
+        "and stored in the OS keyring, or where none works in a file only you can read; never in a\n"
+        "project. Editors that offer ACP's terminal login (Zed, JetBrains) run this for you.",
+    )
+    _add_common(login, top=False)
+    login.set_defaults(command_parser=login)
+    logout = commands.add_parser("logout", help="remove what `login` stored", description="Remove what `login` stored.")
+    _add_common(logout, top=False)
+    logout.set_defaults(command_parser=logout)
 
 
 def _add_export(commands: argparse._SubParsersAction[_Parser], formatter: type[argparse.HelpFormatter]) -> None:
@@ -373,6 +401,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from coder_agent.serve import main as serve
 
         _exit(serve(args))
+    if args.command in ("login", "logout"):
+        from coder_agent.login import login_main, logout_main
+
+        _exit(login_main(args.config, args.model) if args.command == "login" else logout_main())
     log.info("coder-agent %s starting (pid %d)", __version__, os.getpid())
     try:
         anyio.run(run, args, backend="asyncio")

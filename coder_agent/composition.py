@@ -70,13 +70,15 @@ def session_manager(
 
 
 def cli_source(config_file: Path | None = None, model: str | None = None) -> Callable[[], ConfigSource]:
-    """The config as the command line gives it: `--config` and `--model` over the usual config sources."""
+    """The config as the command line gives it: `--config` and `--model` over the usual config sources, and what
+    `coder-agent login` stored where they give no model or key."""
 
     def source() -> ConfigSource:
         from coder_agent.agent.config_source import ConfigSource
         from coder_agent.config import CliOverrides
+        from coder_agent.credentials import LoginStore
 
-        return ConfigSource(CliOverrides(config_file=config_file, model=model))
+        return ConfigSource(CliOverrides(config_file=config_file, model=model), logins=LoginStore())
 
     return source
 

@@ -11,7 +11,10 @@ Folders, the first to name a command or skill winning: the user's (`commands/` a
 config folder, then `~/.claude/commands` and `~/.claude/skills`), then the project's (`.coder-agent/commands`,
 `.coder-agent/skills`, `.claude/commands`, `.claude/skills` in the session folder). A project's files are repository
 content: they are read as text and nothing more (front matter keys such as `model` or `allowed-tools` are ignored
-for every origin), and anything of theirs that is a symlink leading out of the repository is not read at all.
+for every origin), and they are read as a file tool reads: anything of theirs that is a symlink leading out of the
+repository is not read at all, nor a file the caller's `refuse` names (a path the sandbox keeps out, a `read:` deny
+rule: `TurnContext.reading_refused`), and a file is reached along its checked place without following symlinks
+(`nofollow.read_confined`).
 What cannot be loaded (broken front matter, a skill without a name, a file too big) is reported as a problem
 naming the file and the fix, and a broken command says so when it is used.
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from coder_agent import nofollow
 from coder_agent.config import PROJECT_CONFIG_DIR, user_config_file
 
 __all__ = [
@@ -115,21 +119,23 @@ def project_folders(cwd: Path) -> list[Path]:
     return [cwd / PROJECT_CONFIG_DIR, cwd / ".claude"]
 
 
-def load_catalog(cwd: Path, users: list[Path] | None = None) -> Catalog:
-    """Every command and skill for a session in `cwd`, the user's first (see the module docstring)."""
+def load_catalog(cwd: Path, users: list[Path] | None = None, *, refuse: nofollow.Refuse | None = None) -> Catalog:
+    """Every command and skill for a session in `cwd`, the user's first (see the module docstring); `refuse`: why a
+    project's file must not be read."""
     catalog = Catalog()
     sources: list[tuple[Path, Origin, Path | None]] = [(folder, "user", None) for folder in users or user_folders()]
     sources += [(folder, "project", cwd) for folder in project_folders(cwd)]
     for folder, origin, root in sources:
-        _commands(catalog, folder / "commands", origin, root)
-        _skills(catalog, folder / "skills", origin, root)
+        _commands(catalog, folder / "commands", origin, root, refuse)
+        _skills(catalog, folder / "skills", origin, root, refuse)
     return catalog
 
 
-def read_body(path: Path, root: Path | None) -> str:
+def read_body(path: Path, root: Path | None, *, refuse: nofollow.Refuse | None = None) -> str:
     """The text of a command or skill file without its front matter (`root`: the project folder it must lie in,
-    None for the user's own); OSError or ValueError (saying why)."""
-    text = _read(path, root)
+    None for the user's own; `refuse`: why a project's file must not be read); OSError or ValueError (saying
+    why)."""
+    text = _read(path, root, refuse)
     _, body = split_front_matter(text)
     return body.strip()
 
@@ -184,14 +190,18 @@ def _inside(path: Path, root: Path | None) -> bool:
     return real == real_root or real.startswith(real_root + os.sep)
 
 
-def _read(path: Path, root: Path | None) -> str:
-    if not _inside(path, root):
+def _read(path: Path, root: Path | None, refuse: nofollow.Refuse | None) -> str:
+    if root is None:  # the user's own: a symlink of theirs (a dotfiles manager's) is followed
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"it is {size:,} bytes, more than {MAX_FILE_BYTES:,}")
+        data = path.read_bytes()
+    elif not _inside(path, root):
         raise ValueError("it leads out of the repository through a symlink, so it was not read")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ValueError(f"it is {size:,} bytes, more than {MAX_FILE_BYTES:,}")
+    else:
+        data = nofollow.read_confined(path, (root,), limit=MAX_FILE_BYTES, refuse=refuse)
     try:
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("it is not UTF-8 text") from None
 
@@ -210,7 +220,9 @@ def _listable(folder: Path, origin: Origin, root: Path | None, catalog: Catalog)
     return True
 
 
-def _commands(catalog: Catalog, folder: Path, origin: Origin, root: Path | None) -> None:
+def _commands(
+    catalog: Catalog, folder: Path, origin: Origin, root: Path | None, refuse: nofollow.Refuse | None
+) -> None:
     if not _listable(folder, origin, root, catalog):
         return
     try:
@@ -227,7 +239,7 @@ def _commands(catalog: Catalog, folder: Path, origin: Origin, root: Path | None)
         if catalog.command(name) is not None:
             continue  # the user's, or an earlier folder's, wins
         try:
-            text = _read(path, root)
+            text = _read(path, root, refuse)
             front, body = split_front_matter(text)
         except (OSError, ValueError) as exc:
             problem = f"{_shown(path)}: {_reason(exc)}"
@@ -240,7 +252,7 @@ def _commands(catalog: Catalog, folder: Path, origin: Origin, root: Path | None)
         catalog.commands.append(FileCommand(name, _short(f"{description} ({scope})"), hint, path, origin))
 
 
-def _skills(catalog: Catalog, folder: Path, origin: Origin, root: Path | None) -> None:
+def _skills(catalog: Catalog, folder: Path, origin: Origin, root: Path | None, refuse: nofollow.Refuse | None) -> None:
     if not _listable(folder, origin, root, catalog):
         return
     try:
@@ -258,7 +270,7 @@ def _skills(catalog: Catalog, folder: Path, origin: Origin, root: Path | None) -
         if not path.is_file():
             continue
         try:
-            front, _ = split_front_matter(_read(path, root))
+            front, _ = split_front_matter(_read(path, root, refuse))
         except (OSError, ValueError) as exc:
             catalog.problems.append(f"The skill in {_shown(entry)} cannot be used: {_shown(path)}: {_reason(exc)}.")
             continue

@@ -7,6 +7,11 @@ command running in the background may then replace a folder on the way with a sy
 never through a symlink (a file swapped for a symlink is read as an error, and replaced rather than followed
 when written). Where `openat` is missing (Windows) the readers fall back to plain paths, and writers use
 `atomic.write_atomic` instead (`SUPPORTED`).
+
+`read_confined` is how the agent reads a file of the workspace on its own (AGENTS.md, a project's command or skill,
+its config), as a tool would read it: resolved, held inside the folders it must lie in, refused where the caller's
+`Refuse` says (a path the sandbox keeps out, a `read:` deny rule), then read along the checked place. A refused
+file is `Refused`, never followed.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
+
+Refuse = Callable[[Path], str | None]
+"""Why the agent must not read the file at this real path on its own (None: it may)."""
 
 SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -27,6 +35,10 @@ _SWAPPED = {errno.ELOOP, errno.ENOTDIR, getattr(errno, "EMLINK", errno.ELOOP)}
 
 class Swapped(OSError):
     """A folder or the file on the checked path is now a symlink (or not a folder): nothing was done."""
+
+
+class Refused(ValueError):
+    """A file the agent does not read on its own; the message says why, in words the user can read."""
 
 
 @contextlib.contextmanager
@@ -118,3 +130,29 @@ def unlink(real: Path) -> None:
         if stat.S_ISDIR(found.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(real))
         os.unlink(real.name, dir_fd=folder)
+
+
+def read_confined(path: Path, within: Sequence[Path], *, limit: int, refuse: Refuse | None = None) -> bytes:
+    """The bytes of `path` if its real place lies inside one of `within` and `refuse` has nothing against it, read
+    along that place without following any symlink (a swap since the check fails: `Swapped`). Refused saying why
+    (outside, refused, bigger than `limit` bytes); OSError when it cannot be read."""
+    real = Path(os.path.realpath(path))
+    if not any(real.is_relative_to(os.path.realpath(folder)) for folder in within):
+        raise Refused(f"it leads out of {_folders(within)} (to {real}) through a symlink")
+    if not real.parent.is_dir() or not os.path.lexists(real):
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    why = refuse(real) if refuse is not None else None
+    if why is not None:
+        raise Refused(why)
+    with open_file(real) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise Refused(f"it is {size:,} bytes, more than {limit:,}")
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # it grew meanwhile
+        raise Refused(f"it is more than {limit:,} bytes")
+    return data
+
+
+def _folders(within: Sequence[Path]) -> str:
+    return " or ".join(str(folder) for folder in within) or "the workspace"

@@ -1,5 +1,15 @@
-"""Child processes in their own process group: spawning one, stopping it with everything it started, and making
-sure it ends with the agent even when the agent is killed.
+"""Every process the agent starts: what it gets, its own process group, stopping it with everything it started, and
+making sure it ends with the agent even when the agent is killed.
+
+`child_env()` is the one environment every child starts from: the agent's own without its secrets
+(`secrets.child_environ`: keys, tokens, passwords, credentials by name and by value, `SSH_AUTH_SOCK`, less what the
+user's `sandbox.pass_env` lets through) and with `OWNER_MARK`. `spawn_group` (async), `spawn_helper` (a short-lived
+program that starts nothing itself, in the agent's own group: CPython's vfork fast path) and `run_sync` (a blocking
+caller's, in a worker thread) are the only places in `coder_agent/` that start a process, apart from the sandbox's
+launcher, supervisor and fork server, which exec the command they were handed (`tests/unit/test_spawning.py`
+checks it). A caller that needs more (a command's `COMMAND_ENV`, an MCP server's own `env`) adds it on top of
+`child_env()`; the agent's own git goes through `own_git` on top of these, and inside the session's walls through
+`CommandSandbox.start`.
 
 `spawn_group` starts a command as the leader of a new session, so its process group id is its pid and what it
 starts (npx → node, `cmd &`) stays in the group. `stop_group` ends the whole group: optionally close its stdin and
@@ -17,11 +27,12 @@ live group. Everything spawned here also carries `OWNER_MARK` in its environment
 on Linux the reaper ends every process bearing it too: that covers the moment between a spawn and its announcement
 (milliseconds on a loaded machine: the event loop sets up the pipes first), and a process that left its group.
 
-PR_SET_PDEATHSIG is not used: it must be set in the child between fork and exec (`anyio.open_process` has no
+PR_SET_PDEATHSIG is not used here: it must be set in the child between fork and exec (`anyio.open_process` has no
 `preexec_fn`, and one would cost subprocess its vfork fast path), and it reaches only the direct child, not what
 the child starts. The reaper covers the whole group at no per-spawn cost. What it cannot cover: a process that
 leaves both its group and the environment it inherited (a daemon that clears its environment), or one we may not
-read (another user's, a set-uid program).
+read (another user's, a set-uid program). Commands are held closer than that: inside the sandbox by a PID namespace,
+outside it by a supervisor (`sandbox/supervisor.py`), each of which also ends with the agent.
 """
 
 from __future__ import annotations
@@ -39,6 +50,8 @@ from typing import Protocol
 
 import anyio
 from anyio.abc import ByteSendStream, Process
+
+from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +75,9 @@ async def spawn_group(
     stderr: int | None = subprocess.PIPE,
     pass_fds: Sequence[int] = (),
 ) -> Process:
-    """Start `argv` as the leader of a new process group that ends with this process, however it ends."""
-    env = owner_marked(os.environ if env is None else env)
+    """Start `argv` as the leader of a new process group that ends with this process, however it ends; `env`
+    (built on `child_env()`) or `child_env()` itself."""
+    env = child_env() if env is None else owner_marked(env)
     process = await anyio.open_process(
         list(argv),
         cwd=cwd,
@@ -77,6 +91,30 @@ async def spawn_group(
     if _CAN_KILL_GROUPS:
         _reaper.watch(process.pid)
     return process
+
+
+async def spawn_helper(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+) -> Process:
+    """Start a short-lived program of the agent's own that starts nothing itself (ripgrep, the agent's own git) in
+    this process's group: no session of its own keeps CPython's vfork fast path (a new session costs a whole fork
+    of the agent, ~5 ms more per spawn, three times that on a loaded machine). The caller kills it (`kill()`, no
+    group to end); should the agent die first, the reaper ends it by its mark (Linux). `env` (built on
+    `child_env()`) or `child_env()` itself."""
+    return await anyio.open_process(
+        list(argv),
+        cwd=cwd,
+        env=child_env() if env is None else owner_marked(env),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+    )
 
 
 class GroupLeader(Protocol):
@@ -101,6 +139,47 @@ class PipedLeader(GroupLeader, Protocol):
 
     @property
     def stdout(self) -> AsyncIterable[bytes] | None: ...
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a child of the agent gets: the agent's without its secrets, `extra` on top, the owner mark."""
+    return owner_marked({**child_environ(), **(extra or {})})
+
+
+def run_sync(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float,
+    group: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `argv` to its end from a blocking caller (a worker thread), its output captured: its own process group
+    (`group=False`: a program that starts nothing itself, as `spawn_helper`), killed whole after `timeout` (then
+    `subprocess.TimeoutExpired`); `env` (built on `child_env()`) or `child_env()` itself. It carries the owner mark,
+    so the reaper ends it on Linux should the agent die first. OSError if it cannot start."""
+    with subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=child_env() if env is None else owner_marked(env),
+        stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=group,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if _CAN_KILL_GROUPS and group:
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:
+                    process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # one that left the group may hold the pipes
+                process.communicate(timeout=1.0)
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def owner_marked(env: Mapping[str, str]) -> dict[str, str]:

@@ -6,8 +6,10 @@ process group, `-PGID` when the agent stopped it. Only the agent holds the write
 is gone (exit, crash, SIGKILL, the OOM killer): the reaper then sends SIGTERM to every group still listed and to
 every process whose environment holds the entry MARK (`CODER_AGENT_OWNER=<agent pid>.<random>`, which the agent puts
 in the environment of everything it spawns: it catches a process the agent had no time to announce, and one that
-left its group with `setsid`), gives them `GRACE` seconds, SIGKILLs what is left, and exits. After a clean shutdown
-nothing is listed and nothing carries the mark, and it just exits.
+left its group with `setsid`), gives them `GRACE` seconds, SIGKILLs what is left, and exits. It also removes the
+sessions' cgroups the agent made (`sandbox/cgroups.py`: `coder-agent-<agent pid>-…`, beneath the agent's own cgroup,
+which is the reaper's too), killing whatever is still in them, so none is left behind in a cgroup it does not own.
+After a clean shutdown nothing is listed, nothing carries the mark and no such cgroup is left, and it just exits.
 
 While groups are listed it checks every `PRUNE_EVERY` seconds which are gone and forgets them, so an entry the agent
 could not withdraw never names a group id the system has since handed to someone else.
@@ -22,8 +24,10 @@ import signal
 import sys
 import time
 
-GRACE = 1.0
-"""After SIGTERM, how long the groups get to exit before SIGKILL."""
+GRACE = 3.0
+"""After SIGTERM, how long the groups get to exit before SIGKILL (more than a command's supervisor gives its command,
+`sandbox.supervisor.KILL_AFTER`, so that it can end everything the command started first)."""
+CGROUPS = "/sys/fs/cgroup"
 PRUNE_EVERY = 2.0
 
 
@@ -60,6 +64,40 @@ def end(groups: set[int], pids: set[int]) -> None:
         _signal(True, pgid, signal.SIGKILL)
     for pid in pids:
         _signal(False, pid, signal.SIGKILL)
+
+
+def remove_cgroups(agent: str) -> None:
+    """Kill what is in the agent's leftover session cgroups, and remove them."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers not in ("pids", "memory", ""):
+            continue
+        base = os.path.join(CGROUPS, controllers, path.lstrip("/")) if controllers else CGROUPS + path
+        with contextlib.suppress(OSError):
+            for name in os.listdir(base):
+                if name.startswith(f"coder-agent-{agent}-"):
+                    _remove_cgroup(os.path.join(base, name))
+
+
+def _remove_cgroup(folder: str) -> None:
+    for _ in range(50):
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as handle:
+                pids = {int(p) for p in handle.read().split()}
+        except OSError:
+            return
+        if not pids:
+            break
+        for pid in pids:
+            _signal(False, pid, signal.SIGKILL)
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
 
 
 def _signal(group: bool, target: int, sig: int) -> bool:
@@ -107,6 +145,7 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, signal.SIG_IGN)
     groups = watch(int(argv[1]))
     end(groups, marked(argv[2].encode()))
+    remove_cgroups(argv[2].partition("=")[2].partition(".")[0])
     return 0
 
 

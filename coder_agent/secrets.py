@@ -1,17 +1,26 @@
-"""Model credentials stay in the agent: child environments without them, and their values redacted from output.
+"""Secrets stay in the agent: what a child's environment leaves out, and secret values redacted from output.
 
-A key variable is `CODER_AGENT_API_KEY`, the config's `api_key_env`, every credential variable litellm reads
-(`known_keys.KNOWN_KEY_VARIABLES`, generated from litellm's own metadata), and whole families where providers
-read several (`AWS_*`, `AZURE_*`, …). `child_environ()` is the agent's environment without them: what local
-commands, ripgrep and stdio MCP servers inherit (an MCP server's own `env` entry may still set one explicitly).
-`editor_terminal_env()` blanks them for commands run in the editor's terminal, whose environment the
-editor owns. `hide_environment()` keeps the agent's own environment from the processes it starts: on Linux
-the agent is made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to processes of the same
-user that lack CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of key variables
-wherever they would reach a permission request, a tool result, a session update, an error, a log line, the
-session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent), in the
-forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text, such
-as `user:key` in a Basic `Authorization` header).
+A secret variable is one whose NAME says so — it contains (ignoring case) `KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
+`PASSWD`, `PASSPHRASE`, `CREDENTIAL` or `COOKIE`, has `AUTH` as a word of its own (`NPM_CONFIG__AUTH`,
+`DOCKER_AUTH_CONFIG`, `SSH_AUTH_SOCK`) or ends in `_PWD` (`MYSQL_PWD`) — or whose VALUE holds a URL with
+credentials (`https://user:pass@host`, `https://token@host`); and every model key: `CODER_AGENT_API_KEY`, the
+config's `api_key_env`, every credential variable litellm reads (`known_keys.KNOWN_KEY_VARIABLES`, generated from
+litellm's own metadata) and whole families where providers read several (`AWS_*`, `AZURE_*`, …). A few names
+match a pattern and hold no secret (`BENIGN_NAMES`: zsh's `KEYTIMEOUT`, `TOKENIZERS_PARALLELISM`, the keyring
+switches of pip and uv); they pass. The user's `sandbox.pass_env` names variables to pass anyway (`let_through`;
+a project file cannot set it).
+
+`child_environ()` is the agent's environment without secrets: what every process the agent starts inherits
+(`process.child_env` adds the owner mark; an MCP server's own `env` entry may still set one explicitly).
+`editor_terminal_env()` blanks them for commands run in the editor's terminal, whose environment the editor
+owns. `hide_environment()` keeps the agent's own environment from the processes it starts: on Linux the agent is
+made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to processes of the same user that lack
+CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of secret variables (those passed
+through too) wherever they would reach a permission request, a tool result, a session update, an error, a log
+line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent),
+in the forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text,
+such as `user:key` in a Basic `Authorization` header); so are the keys the agent holds without a variable
+(`add_key_value`: the login `coder-agent login` stored).
 """
 
 from __future__ import annotations
@@ -21,9 +30,10 @@ import binascii
 import functools
 import logging
 import os
+import re
 import sys
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from coder_agent.known_keys import KNOWN_KEY_VARIABLES
@@ -42,6 +52,18 @@ API_KEY_ENV_VAR = "CODER_AGENT_API_KEY"
 KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_", "VERTEX_AI_", "WATSONX_",
                 "DATABRICKS_", "GOOGLE_CLOUD_CREDENTIALS", "GOOGLE_APPLICATION_CREDENTIALS")  # fmt: skip
 """Prefixes of variables removed whole: providers read several of each (keys, tokens, profiles, endpoints)."""
+SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "COOKIE")
+"""A name holding one of these (in any case) says its value is a secret; so does `AUTH` as a word, and `_PWD` at
+the end (`secret_name`)."""
+_AUTH_WORD = re.compile(r"(?:^|_)AUTH(?:$|_)")
+BENIGN_NAMES = frozenset(
+    {"KEYTIMEOUT", "TOKENIZERS_PARALLELISM", "PYTHON_KEYRING_BACKEND", "PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER"}
+)
+"""Names the patterns match that hold no secret (a timeout, a switch, the name of a keyring backend)."""
+CREDENTIALS_IN_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/?#@:]*:[^\s/?#@]*@|https?://[^\s/?#@:]+@", re.IGNORECASE)
+"""A URL with a user and password (any scheme), or with a user alone over HTTP (a token put there)."""
+NOT_REDACTED = frozenset({"SSH_AUTH_SOCK"})
+"""Kept from children, but its value is a socket's path, not a secret: not blanked in what is shown."""
 PR_SET_DUMPABLE = 4
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: they would blank ordinary words."""
@@ -50,6 +72,9 @@ MIN_ENCODED_LENGTH = 16
 surrounds it could be ordinary text)."""
 
 _configured: set[str] = set()
+_passed: frozenset[str] = frozenset()
+_held: dict[str, str] = {}
+"""Keys the agent holds outside its environment (the stored login's), by value: redacted as key variables are."""
 
 
 def add_key_variable(name: str | None) -> None:
@@ -58,10 +83,51 @@ def add_key_variable(name: str | None) -> None:
         _configured.add(name)
 
 
+def let_through(names: Iterable[str]) -> None:
+    """The user's `sandbox.pass_env`: variables children get even though they look secret (replacing the last
+    list). Their values are still redacted from what is shown."""
+    global _passed
+    _passed = frozenset(names)
+
+
+def add_key_value(value: str, label: str) -> None:
+    """Treat `value` as a key wherever key variables' values are redacted (`[redacted <label>]`): a key the agent
+    holds without an environment variable (`credentials`: the stored login's), which no child gets anyway."""
+    value = value.strip()
+    if len(value) >= MIN_SECRET_LENGTH:
+        _held[value] = label
+
+
 def is_key_variable(name: str) -> bool:
+    """A model key: the agent's own, litellm's, a provider family's, or the config's `api_key_env`."""
     return (
         name == API_KEY_ENV_VAR or name in KNOWN_KEY_VARIABLES or name in _configured or name.startswith(KEY_FAMILIES)
     )
+
+
+def is_secret(name: str, value: str) -> bool:
+    """Whether a variable is a secret (a model key, a secret-looking name, a URL with credentials), whatever
+    `pass_env` says."""
+    if is_key_variable(name):
+        return True
+    if name not in BENIGN_NAMES and secret_name(name):
+        return True
+    return "://" in value and CREDENTIALS_IN_URL.search(value) is not None
+
+
+def secret_name(name: str) -> bool:
+    """Whether the name says its value is a secret (`SECRET_WORDS`, `AUTH` as a word, `_PWD` at the end)."""
+    upper = name.upper()
+    return (
+        any(word in upper for word in SECRET_WORDS)
+        or upper.endswith("_PWD")
+        or ("AUTH" in upper and _AUTH_WORD.search(upper) is not None)
+    )
+
+
+def kept_from_children(name: str, value: str) -> bool:
+    """Whether children must not get this variable: a secret the user's `pass_env` does not name."""
+    return name not in _passed and is_secret(name, value)
 
 
 def hide_environment() -> bool:
@@ -80,21 +146,24 @@ def hide_environment() -> bool:
 
 
 def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The agent's environment (or `environ`) without any key variable."""
+    """The agent's environment (or `environ`) without its secrets (see the module docstring)."""
     source = os.environ if environ is None else environ
-    return {name: value for name, value in source.items() if not is_key_variable(name)}
+    return {name: value for name, value in source.items() if not kept_from_children(name, value)}
 
 
 def editor_terminal_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """For `terminal/create`: every key variable the agent has, set empty (ACP can add variables, not remove)."""
+    """For `terminal/create`: every secret the agent has, set empty (ACP can add variables, not remove)."""
     source = os.environ if environ is None else environ
-    return {name: "" for name in source if is_key_variable(name)}
+    return {name: "" for name, value in source.items() if kept_from_children(name, value)}
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(value, variable) of every key variable long enough to redact, longest first."""
+    """(value, variable) of every secret variable long enough to redact, longest first."""
     source = os.environ if environ is None else environ
-    found = {value.strip(): name for name, value in source.items() if is_key_variable(name)}
+    found = {
+        value.strip(): name for name, value in source.items() if name not in NOT_REDACTED and is_secret(name, value)
+    }
+    found.update(_held)
     return sorted(
         ((value, name) for value, name in found.items() if len(value) >= MIN_SECRET_LENGTH),
         key=lambda pair: -len(pair[0]),

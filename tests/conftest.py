@@ -1,6 +1,6 @@
 """Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio), no test
-touches the real user's config or data folders, every test under `tests/e2e/` is marked `e2e` (so the fast loop
-is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
+touches the real user's config or data folders or keyring, every test under `tests/e2e/` is marked `e2e` (so the
+fast loop is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
 
 import os
 from pathlib import Path
@@ -42,6 +42,7 @@ def private_user_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # never the user's keyring
     user_config = home / "config" / "coder-agent" / "config.toml"
     user_config.parent.mkdir(parents=True)
     user_config.write_text(LANGUAGE_SERVERS_OFF, encoding="utf-8")

@@ -10,7 +10,8 @@ What the client did not advertise in `initialize` is never called: the bridge de
 opens, to use the local machine (`session.local_bridge.LocalBridge`) for files or commands instead, and a question
 of a kind the client cannot show comes back declined, saying why. It says so once: in a notice when the local
 machine is first used, or, for a client without notices (whose notices are agent messages), in a message of its
-own before the first turn's answer, so the note never lands in the middle of the model's text.
+own before the first turn's answer, ended by a rule, so the note never reads as part of the model's text even in
+a client that runs messages together.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from coder_agent.protocol.schema import (
     NoticeSeverity,
     NoticeUpdate,
     PlanDocumentUpdate,
+    PlanRemoved,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionUpdate,
@@ -81,6 +83,8 @@ MAX_OPEN_URLS = 100
 
 Answered = TypeVar("Answered", bound=AcpModel)
 
+ANSWER_FOLLOWS = "\n\n---\n\n"
+"""Ends the note said before the first answer: a client that runs messages together still shows where it ends."""
 FALLBACK_NOTICES = {
     "files": (
         "Files are read and written on disk, not through the editor",
@@ -128,9 +132,9 @@ class AcpClientBridge:
     # ---- updates ------------------------------------------------------------------------------
 
     async def update(self, update: SessionUpdate, *, live_only: bool = False) -> None:
-        """Send one `session/update` notification (a Markdown plan or a sub-agent's session only to a client that
-        shows them)."""
-        if isinstance(update, PlanDocumentUpdate) and not self.capabilities.shows_plan_documents:
+        """Send one `session/update` notification (a plan document, its removal or a sub-agent's session only to a
+        client that shows them)."""
+        if isinstance(update, PlanDocumentUpdate | PlanRemoved) and not self.capabilities.shows_plan_documents:
             return
         if isinstance(update, SubagentUpdate) and self.capabilities.subagents is None:
             return
@@ -163,7 +167,7 @@ class AcpClientBridge:
             return
         self._fallbacks_told.update(missing)
         lines = [f"_{FALLBACK_NOTICES[what][0]}_: {FALLBACK_NOTICES[what][1]}" for what in missing]
-        text = "\n\n".join(lines) + "\n\n"
+        text = "\n\n".join(lines) + ANSWER_FOLLOWS
         await self.update(
             AgentMessageChunk(content=TextContent(text=text), message_id=new_message_id()), live_only=True
         )
@@ -299,7 +303,7 @@ class AcpClientBridge:
             return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        terminal_id = await self._create_terminal(argv, cwd, {**extra_env, **(guard.env if guard is not None else {})})
+        terminal_id = await self._create_terminal(argv, cwd, extra_env)
         exited = False
         try:
             await show(TerminalContent(terminal_id=terminal_id))
@@ -344,7 +348,6 @@ class AcpClientBridge:
             return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
         argv, extra_env = await command_line(command, sandbox)
         guard = sandbox.guard() if sandbox is not None else None
-        extra_env = {**extra_env, **(guard.env if guard is not None else {})}
         folder = stdin = None
         if with_input:
             try:

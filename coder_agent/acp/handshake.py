@@ -30,6 +30,21 @@ ENV_AUTH_METHOD = {
 }
 
 
+LOGIN_AUTH_METHOD = {
+    "type": "terminal",
+    "id": "login",
+    "name": "Log in with an API key",
+    "description": (
+        "Runs coder-agent login in a terminal: pick a provider and a model, paste your key; it is checked with one "
+        "request and kept in the OS keyring (or a file only you can read), never in the project."
+    ),
+    "args": ["login"],
+}
+"""The terminal auth method (ACP v1.25), offered to clients that can run one (`clientCapabilities.auth.terminal`):
+the client runs the agent's command with `login` added; `AuthRequired` names its id."""
+AUTH_CAPABILITIES: dict[str, Any] = {"logout": {}}
+"""`logout` removes what `coder-agent login` stored."""
+
 STEERING_METHOD = "_session/steering"
 """The steering extension of Claude's adapter and codex-acp, advertised as they do: `_meta.steering.supported`."""
 STEERING_META = {"steering": {"supported": True}}
@@ -63,6 +78,7 @@ def agent_capabilities() -> dict[str, Any]:
             "fork": {"atMessageId": True},
             "systemPrompt": {"mode": {"override": {}}},
         },
+        "auth": AUTH_CAPABILITIES,
         "_meta": {"sandbox": declared(_user_config()), "rewind": REWIND_META, "inject": INJECT_META},
     }
 
@@ -81,10 +97,12 @@ def initialize(params: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             "Invalid params: protocolVersion: Input should be an integer", _errors("protocolVersion", "integer")
         )
     capabilities = params.get("clientCapabilities")
+    auth = capabilities.get("auth") if isinstance(capabilities, dict) else None
+    terminal_auth = isinstance(auth, dict) and auth.get("terminal") is True
     result = {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": agent_capabilities(),
-        "authMethods": [ENV_AUTH_METHOD],
+        "authMethods": [LOGIN_AUTH_METHOD, ENV_AUTH_METHOD] if terminal_auth else [ENV_AUTH_METHOD],
         "agentInfo": AGENT_INFO,
         "_meta": STEERING_META,
     }

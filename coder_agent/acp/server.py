@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from coder_agent import secrets
 from coder_agent.acp import handshake
 from coder_agent.acp.client_bridge import AcpClientBridge, Peer
@@ -32,6 +34,7 @@ from coder_agent.protocol.schema import (
     AuthenticateRequest,
     CancelNotification,
     ClientCapabilities,
+    ClientInstructions,
     ForkSessionRequest,
     InjectRequest,
     ListSessionsRequest,
@@ -52,7 +55,6 @@ from coder_agent.protocol.schema import (
     SetSessionModeRequest,
     SteeringRequest,
     SteeringResponse,
-    SystemPrompt,
 )
 from coder_agent.rpc import FollowedBy
 from coder_agent.session.conversation import SystemPromptAddition
@@ -83,6 +85,7 @@ class AcpServer:
         self.client_capabilities = ClientCapabilities()
         self._requests: dict[str, Handler] = {
             "authenticate": self.authenticate,
+            "logout": self.logout,
             "session/new": self.new_session,
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
@@ -130,16 +133,27 @@ class AcpServer:
             self.client_capabilities = ClientCapabilities()
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
+        """Check the credentials again: the environment's, or what `coder-agent login` stored (a client should not
+        call this for the terminal method, and one that does after the login gets the same check)."""
         request = AuthenticateRequest.model_validate(params)
-        if request.method_id != handshake.ENV_AUTH_METHOD["id"]:
+        if request.method_id not in (handshake.ENV_AUTH_METHOD["id"], handshake.LOGIN_AUTH_METHOD["id"]):
             raise InvalidParams(f"Invalid params: methodId: unknown auth method {request.method_id!r}")
         await self.manager.authenticate()
+        return {}
+
+    async def logout(self, params: Any) -> dict[str, Any]:
+        """`logout`: what `coder-agent login` stored is removed (keys in the environment stay); from then on every
+        session, open or new, needs credentials again (`auth_required` names the login)."""
+        logins = self.manager.source.logins
+        if logins is not None:
+            removed = await anyio.to_thread.run_sync(logins.delete)
+            log.info("logout: the stored login was removed from %s", ", ".join(removed) or "nowhere (none was stored)")
         return {}
 
     async def new_session(self, params: Any) -> FollowedBy:
         request = NewSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.create(cwd, extra, request.mcp_servers, self._client, addition)
         response = NewSessionResponse(session_id=session.id, **_session_state(session)).wire()
         return FollowedBy(response, lambda: self.manager.ready(session))
@@ -147,7 +161,7 @@ class AcpServer:
     async def load_session(self, params: Any) -> FollowedBy:
         request = LoadSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         # The whole history, before the response (as ACP asks), in the terms this client shows.
         compaction = session.services.bridge.supports_compaction_updates
@@ -160,7 +174,7 @@ class AcpServer:
     async def resume_session(self, params: Any) -> FollowedBy:
         request = ResumeSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.reopen(request.session_id, cwd, extra, request.mcp_servers, self._client, addition)
         return FollowedBy(LoadSessionResponse(**_session_state(session)).wire(), lambda: self.manager.ready(session))
 
@@ -169,7 +183,7 @@ class AcpServer:
         `session/new` (the client already shows that history: it is not replayed)."""
         request = ForkSessionRequest.model_validate(params)
         cwd, extra = _folders(request.cwd, request.additional_directories)
-        addition = _addition(request.system_prompt)
+        addition = _addition(request.system_prompt, request.meta)
         session = await self.manager.fork(
             request.session_id,
             cwd,
@@ -318,11 +332,16 @@ def _session_state(session: Session) -> dict[str, Any]:
     return {"modes": mode_state(policy.mode, policy.sandboxed), "config_options": session_options(session)}
 
 
-def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None:
-    """The client's `systemPrompt` as the session's instructions (None: keep what the session has); InvalidParams
-    naming the field for a mode or a block this agent cannot take, or empty instructions."""
+def _addition(system_prompt: ClientInstructions | None, meta: dict[str, Any] | None) -> SystemPromptAddition | None:
+    """The client's instructions as the session's (None: keep what the session has), in the shapes clients send:
+    `systemPrompt` as the SDK's unstable schema has it (an object with a mode), or as a string (the RFD "Client-
+    Provided System Prompt": added to the agent's own), else `_meta.systemPrompt` as Claude's adapter reads it (a
+    string replaces the agent's instructions, `{"append": …}` adds to them). InvalidParams naming the field for a
+    mode, a block or a shape this agent cannot take, or empty instructions."""
     if system_prompt is None:
-        return None
+        return _meta_addition((meta or {}).get("systemPrompt"))
+    if isinstance(system_prompt, str):
+        return _text_addition("systemPrompt", system_prompt, replaces=False)
     if system_prompt.mode not in SYSTEM_PROMPT_MODES:
         raise InvalidParams(
             f"Invalid params: systemPrompt.mode: {system_prompt.mode!r} is not supported; use append or override"
@@ -332,10 +351,28 @@ def _addition(system_prompt: SystemPrompt | None) -> SystemPromptAddition | None
         if not isinstance(block, TextContent):
             raise InvalidParams(f"Invalid params: systemPrompt.content.{i}: only text blocks are supported")
         texts.append(block.text.strip())
-    text = "\n\n".join(t for t in texts if t)
+    return _text_addition("systemPrompt.content", "\n\n".join(texts), replaces=system_prompt.mode == "override")
+
+
+def _meta_addition(value: Any) -> SystemPromptAddition | None:
+    """`_meta.systemPrompt` of Claude's adapter (acpx's `--append-system-prompt` sends `{"append": …}`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _text_addition("_meta.systemPrompt", value, replaces=True)
+    if isinstance(value, dict) and isinstance(value.get("append"), str):
+        return _text_addition("_meta.systemPrompt.append", value["append"], replaces=False)
+    raise InvalidParams(
+        "Invalid params: _meta.systemPrompt: give a string (instructions that replace the agent's) or "
+        '{"append": "…"} (instructions added to them)'
+    )
+
+
+def _text_addition(field: str, text: str, *, replaces: bool) -> SystemPromptAddition:
+    text = text.strip()
     if not text:
-        raise InvalidParams("Invalid params: systemPrompt.content: the instructions are empty")
-    return SystemPromptAddition(text, replaces=system_prompt.mode == "override")
+        raise InvalidParams(f"Invalid params: {field}: the instructions are empty")
+    return SystemPromptAddition(text, replaces=replaces)
 
 
 def _folders(cwd: str, additional: list[str]) -> tuple[Path, list[Path]]:

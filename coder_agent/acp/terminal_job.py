@@ -106,7 +106,7 @@ class TerminalJob:
         finally:
             if self.input is not None:
                 self.input.close()
-            # what it left running ends; a git redirect it made is undone
+            # a git redirect it made is undone (what it left running ended with it: its PID namespace)
             if self.guard is not None and (note := await self.guard.finish()):
                 log.warning("terminal job %s:%s", terminal_id, note)
         if status is None:

@@ -14,6 +14,7 @@ model or the keys than the user's own message could). A built-in name always win
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -204,8 +205,9 @@ async def run(ctx: CommandContext, name: str, arguments: str) -> StopReason:
         return await command.handler(ctx, arguments)
     if name.startswith(MCP_PROMPT_PREFIX):
         return await run_mcp_prompt(ctx, name, arguments)
-    cwd = ctx.session.state.cwd
-    catalog = await anyio.to_thread.run_sync(extensions.load_catalog, cwd)
+    refuse = ctx.session.turn_context().reading_refused
+    load = functools.partial(extensions.load_catalog, ctx.session.state.cwd, refuse=refuse)
+    catalog = await anyio.to_thread.run_sync(load)
     found = catalog.command(name)
     if found is not None:
         return await run_file_command(ctx, found, arguments)
@@ -235,7 +237,8 @@ async def _file_body(ctx: CommandContext, failure: str, path: Path, origin: exte
     """A command or skill file's body, read now; None after saying why it cannot be read."""
     root = extensions.root_for(origin, ctx.session.state.cwd)
     try:
-        return await anyio.to_thread.run_sync(extensions.read_body, path, root)
+        refuse = ctx.session.turn_context().reading_refused
+        return await anyio.to_thread.run_sync(functools.partial(extensions.read_body, path, root, refuse=refuse))
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         await ctx.say(f"{failure}: {path}: {reason}.\n")
@@ -326,7 +329,7 @@ def sandbox_report(session: Session) -> str:
         why = services.sandbox_problem or "`sandbox.enabled` is off in the config"
         return f"**Sandbox:** none — commands run with your account's rights ({why}).\n"
     facts = "".join(f"\n- {fact}" for fact in sandbox.support.facts())
-    walls = "".join(f"\n- {line}" for line in sandbox.walls.describe())
+    walls = "".join(f"\n- {line}" for line in sandbox.describe())
     return f"**Sandbox:** in every mode but full-auto, commands run inside these walls:{walls}{facts}\n"
 
 

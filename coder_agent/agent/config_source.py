@@ -6,7 +6,12 @@ repository) does not stop the session: it is left out and the problem is reporte
 that names a server, which would carry the user's key there); any other broken source is a `ConfigInvalid` error
 naming the file and field. Each problem is told once, by whoever shows it (the error the caller reports, the
 session's notice): the log has it at info level only. `model_settings` turns a config into what one model call
-needs, or raises `AuthRequired` / `ConfigInvalid` naming exactly what to set.
+needs, or raises `AuthRequired` / `ConfigInvalid` naming exactly what to set (or to log in: `LOGIN_HINT`).
+
+With `logins` (the agent's and `doctor`'s source), what `coder-agent login` stored fills what no other source gives:
+the model when none is configured, and the key when no variable holds one and the model is its provider's at the
+provider's own endpoint (a stored key never goes to another provider or server). The store is read only then, so a
+configured agent never loads the keyring.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from coder_agent.config import (
     project_config_file,
     resolve_api_key,
 )
+from coder_agent.credentials import LoginStore
 from coder_agent.errors import AuthRequired, ConfigInvalid
 from coder_agent.model import providers
 from coder_agent.model.base import ModelSettings
@@ -32,6 +38,12 @@ from coder_agent.model.base import ModelSettings
 log = logging.getLogger(__name__)
 
 IGNORED_MODEL = "a project file may not name a model by a server's address (set it in the user config)"
+LOGIN_METHOD = "login"
+"""The id of the terminal auth method that runs `coder-agent login` (`acp.handshake`), named by `AuthRequired`."""
+LOGIN_HINT = (
+    "Or log in: run `coder-agent login` in a terminal (your editor's Log in button runs it: the auth method "
+    f'"{LOGIN_METHOD}"), which stores a key in the OS keyring.'
+)
 
 
 @dataclass(frozen=True)
@@ -41,12 +53,16 @@ class ConfigSource:
     cli: CliOverrides = field(default_factory=CliOverrides)
     environ: Mapping[str, str] | None = None
     user_config_path: Path | None = None
+    logins: LoginStore | None = None
+    """What `coder-agent login` stored (None: not consulted)."""
 
     def load(self, cwd: Path | None) -> tuple[Config, list[str]]:
         """The config for a session in `cwd` (None: without a project file), and problems to tell the user."""
         config, problems = self._layers(cwd)
         if cwd is not None:
             config, problems = self._without_project_endpoint(config, cwd, problems)
+        if not config.model and self.logins is not None and (login := self.logins.load()) is not None:
+            config = config.model_copy(update={"model": login.model})
         return config, problems
 
     def _without_project_endpoint(self, config: Config, cwd: Path, problems: list[str]) -> tuple[Config, list[str]]:
@@ -79,6 +95,13 @@ class ConfigSource:
             log.info("the config is invalid: %s", exc)
             raise ConfigInvalid(str(exc), {"source": exc.source}) from None
 
+    def _stored_key(self, config: Config) -> str | None:
+        """The stored login's key, for a model of its provider at the provider's own endpoint."""
+        provider = providers.provider_of(config.model or "")
+        if self.logins is None or config.api_base is not None or provider in providers.KEYLESS_PROVIDERS:
+            return None
+        return self.logins.key_for(provider)
+
     def _load(self, cwd: Path | None) -> Config:
         environ = dict(self.environ) if self.environ is not None else None
         return load_config(cwd, self.cli, environ, self.user_config_path)
@@ -89,7 +112,8 @@ class ConfigSource:
             raise AuthRequired(
                 "No model is configured. Set CODER_AGENT_MODEL to a litellm model string "
                 "(for example anthropic/claude-sonnet-4-5, openai/gpt-4.1, or openai/<name> with "
-                "CODER_AGENT_API_BASE for a self-hosted server), or `model` in a config file."
+                f"CODER_AGENT_API_BASE for a self-hosted server), or `model` in a config file. {LOGIN_HINT}",
+                {"authMethodId": LOGIN_METHOD},
             )
 
         key = resolve_api_key(config, self.environ)
@@ -97,9 +121,14 @@ class ConfigSource:
             environ = self.environ if self.environ is not None else os.environ
             provider_vars = providers.key_variables(config.model)
             has_provider_key = any(environ.get(name) for name in provider_vars)
-            if not has_provider_key and providers.needs_key(config.model, config.api_base):
+            if not has_provider_key:
+                key = self._stored_key(config)
+            if key is None and not has_provider_key and providers.needs_key(config.model, config.api_base):
                 names = " or ".join([*provider_vars, "CODER_AGENT_API_KEY"])
-                raise AuthRequired(f"No API key for {config.model}: set {names} in the agent's environment.")
+                raise AuthRequired(
+                    f"No API key for {config.model}: set {names} in the agent's environment. {LOGIN_HINT}",
+                    {"authMethodId": LOGIN_METHOD},
+                )
             if not has_provider_key and config.api_base is not None:
                 key = "no-key"  # self-hosted servers often need none, but the OpenAI client insists on one
         return ModelSettings(

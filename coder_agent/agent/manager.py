@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, language_servers, sandboxing, system_prompt, wake
+from coder_agent.agent import commands, isolated, observers, sandboxing, system_prompt, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -234,9 +234,9 @@ class SessionManager:
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
-            services.lsp = language_servers.open_language_servers(session)
-            if services.lsp is not None:
-                services.closers.insert(0, services.lsp.aclose)  # before the walls they run in
+            if (swept := await isolated.sweep(cwd)) is not None:  # sub-agents' worktrees an agent that died left
+                services.notices.append(swept)
+            await observers.observe(session, config)  # its language servers, hooks and telemetry
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
@@ -339,7 +339,9 @@ class SessionManager:
         """Tell the client the session's slash commands when they changed (or `always`); the commands and skills
         from files, as read now."""
         services = session.services
-        catalog = await anyio.to_thread.run_sync(extensions.load_catalog, session.state.cwd)
+        refuse = session.turn_context().reading_refused
+        load = functools.partial(extensions.load_catalog, session.state.cwd, refuse=refuse)
+        catalog = await anyio.to_thread.run_sync(load)
         listed = commands.advertised(session, catalog)
         if always or listed != services.commands_shown:
             services.commands_shown = listed
@@ -444,6 +446,7 @@ class SessionManager:
 def _policy(cwd: Path, config: Config) -> PermissionPolicy:
     """The session's permission policy from the config's mode and rules."""
     secrets.add_key_variable(config.api_key_env)
+    secrets.let_through(config.sandbox.pass_env)
     try:
         allow = [Rule.parse(text) for text in config.permissions.allow]
         deny = [Rule.parse(text) for text in config.permissions.deny]

@@ -5,7 +5,8 @@ request (and a sub-agent's). When the call's usage report is in (at once, or whe
 arrives: `ModelTurn.settle`), its cost and tokens are added to the session's `Spending` and to each of its `bills`
 (the turn's, which its prompt response reports; a sub-agent's own, shown with its work), the conversation's
 context size is taken from it if the call was the conversation's own and still its latest, and the client
-gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`).
+gets a `usage_update` (the call's tokens in its `_meta`, under `USAGE_META`, and whether its window is a guess). The
+call is a span of the turn's trace when telemetry is on (`session.telemetry`).
 
 A turn awaits a pending report in the background (see `agent.turn`), a compaction or a sampling request right
 away (`model.base.settled`): either way the report is counted here.
@@ -21,12 +22,15 @@ from typing import Any
 from coder_agent.model.base import Message, Model, ModelTurn, Spend, StreamSink
 from coder_agent.protocol.schema import Cost, UsageUpdate
 from coder_agent.session.conversation import Spending
+from coder_agent.session.telemetry import ModelSpan, current_turn
 from coder_agent.session.turn_context import TurnContext
 
 log = logging.getLogger(__name__)
 
 USAGE_META = "coder-agent"
 """The `_meta` key of `usage_update` carrying the last call's tokens (input, cached input, cache writes, output)."""
+WINDOW_GUESSED = "contextWindowGuessed"
+"""In it, true when the window (`size`) is a guess: neither the config nor litellm knows the model's."""
 
 
 class MeteredModel:
@@ -48,17 +52,34 @@ class MeteredModel:
         return MeteredModel(self.model, self.ctx, measures=False, bills=self.bills)
 
     async def stream(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], sink: StreamSink) -> ModelTurn:
-        """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come."""
-        turn = await self.model.stream(messages, tools, sink)
+        """The call, streamed; its bill is counted now, or by the returned turn's `settle` when still to come. Traced
+        as a span of the turn's trace when telemetry is on."""
+        trace = current_turn()
+        span = trace.model_request(self.name) if trace is not None else None
+        try:
+            turn = await self.model.stream(messages, tools, sink if span is None else _timed(sink, span))
+        except BaseException as exc:
+            if span is not None:
+                span.end(None, None, error=str(exc) or type(exc).__name__)
+            raise
         number = self.ctx.conversation.next_call() if self.measures else None  # numbered as its answer completes
         pending = turn.settle
         if pending is None:
             await self._count(Spend(turn.usage, turn.cost), number)
+            if span is not None:
+                span.end(turn.usage, turn.cost, turn.text)
             return turn
 
         async def settle() -> Spend:
-            spend = await pending()
+            try:
+                spend = await pending()
+            except BaseException as exc:
+                if span is not None:
+                    span.end(None, None, error=str(exc) or type(exc).__name__)
+                raise
             await self._count(spend, number)
+            if span is not None:
+                span.end(spend.usage, spend.cost, turn.text)
             return spend
 
         return dataclasses.replace(turn, settle=settle)
@@ -68,6 +89,9 @@ class MeteredModel:
 
     async def context_window(self) -> int:
         return await self.model.context_window()
+
+    async def context_window_known(self) -> bool:
+        return await self.model.context_window_known()
 
     async def accepts_images(self) -> bool | None:
         return await self.model.accepts_images()
@@ -99,5 +123,20 @@ class MeteredModel:
             cost=Cost(amount=round(spending.cost, 6)) if spending.cost else None,
         )
         if last_call is not None:
-            update.meta = {USAGE_META: last_call}
+            guessed = {} if await self.model.context_window_known() else {WINDOW_GUESSED: True}
+            update.meta = {USAGE_META: {**last_call, **guessed}}
         await ctx.bridge.update(update)
+
+
+def _timed(sink: StreamSink, span: ModelSpan) -> StreamSink:
+    """`sink`, marking the span's time to first token at its first text or thought."""
+
+    async def text(delta: str) -> None:
+        span.first_token()
+        await sink.on_text(delta)
+
+    async def thought(delta: str) -> None:
+        span.first_token()
+        await sink.on_thought(delta)
+
+    return StreamSink(on_text=text, on_thought=thought, on_retry=sink.on_retry)

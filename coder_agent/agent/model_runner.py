@@ -23,6 +23,7 @@ from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.subagents import Subagents
 from coder_agent.agent.turn import Turn
+from coder_agent.agent.user_message import shown_blocks
 from coder_agent.config import Config
 from coder_agent.errors import ConfigInvalid
 from coder_agent.model import providers
@@ -96,7 +97,7 @@ class ModelRunner:
     async def run_turn(self, session: Session, prompt: Sequence[ContentBlock], report: TurnReport) -> StopReason:
         turn = self._model_turn(session, report)
         ctx = turn.ctx
-        for block in prompt:
+        for block in shown_blocks(prompt):
             chunk = UserMessageChunk(content=block, message_id=report.user_message_id)
             if report.show_prompt:
                 await ctx.bridge.update(chunk)
@@ -120,10 +121,11 @@ class ModelRunner:
 
 
 async def _name_session(session: Session, prompt: Sequence[ContentBlock]) -> None:
-    """Title a session after its first prompt, and tell the client."""
+    """Title a session after its first prompt's first text (what follows it is context: a run's piped input, a
+    pasted file), and tell the client."""
     if session.state.title is not None:
         return
-    text = " ".join(block.text for block in prompt if isinstance(block, TextContent)).strip()
+    text = next((block.text for block in prompt if isinstance(block, TextContent) and block.text.strip()), "").strip()
     if not text:
         return
     first_line = " ".join(text.split())

@@ -4,7 +4,7 @@ the user is told if not.
 The answer has three sources: the config (`[sandbox] enabled`), the machine (`sandbox.probe.check`, once per
 process) and the session's folders (one that holds the home folder cannot be walled). Without a sandbox a session
 is not offered the `auto` mode (one that was in it falls back to the default mode), and a notice says why once.
-The walls keep the agent's own config and session store out of reach.
+The walls keep the agent's own config, session store, state, caches and logs out of reach.
 """
 
 from __future__ import annotations
@@ -13,24 +13,15 @@ import logging
 from pathlib import Path
 
 import anyio
-import platformdirs
 
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
-from coder_agent.sandbox.walls import Unwallable
+from coder_agent.sandbox.walls import Unwallable, agent_paths
 from coder_agent.session.session import Session
 
 log = logging.getLogger(__name__)
 
 NOT_SANDBOXED = "Commands are not sandboxed in this session"
-
-
-def agent_paths(store_root: Path | None) -> tuple[Path, ...]:
-    """The agent's own config and data (sessions, undo snapshots): kept out of sandboxed commands' reach."""
-    paths = [platformdirs.user_config_path("coder-agent"), platformdirs.user_data_path("coder-agent")]
-    if store_root is not None:
-        paths.append(store_root)
-    return tuple(paths)
 
 
 async def open_sandbox(session: Session, store_root: Path | None) -> tuple[CommandSandbox | None, str | None]:

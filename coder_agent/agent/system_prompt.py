@@ -182,4 +182,6 @@ def _fix(ctx: TurnContext, env: workspace.Environment) -> None:
 
 
 async def _describe(ctx: TurnContext) -> workspace.Environment:
-    return await workspace.describe(ctx.cwd, list(ctx.additional_directories))
+    return await workspace.describe(
+        ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox, refuse=ctx.reading_refused
+    )

@@ -22,7 +22,8 @@ A turn sees its session only through its `TurnContext`. The history stays valid 
 or a failure mid-turn keeps the streamed text and answers every pending tool call, so the next prompt can
 carry on. A call whose permission no one could give (a run without a terminal) stops the turn, and the model
 is told so; `resume` runs such calls once the user allows them, and the turn goes on. A sub-agent's run is a turn
-too (`run_task`), on a context of its own; the `task` calls of one reply run side by side.
+too (`run_task`), on a context of its own; the `task` calls of one reply run side by side. The session's hooks
+(`session.hooks`) run at the first turn's start (`session_start`) and at each turn's end (`turn_end`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import anyio
 from coder_agent.agent import call_groups, finish_check, system_prompt
 from coder_agent.agent.compaction import compact_session
 from coder_agent.agent.metering import MeteredModel
-from coder_agent.agent.user_message import to_user_message
+from coder_agent.agent.user_message import shown_blocks, to_user_message
 from coder_agent.errors import AuthRequired, InvalidParams, ModelUnavailable
 from coder_agent.model.base import (
     ContextWindowExceeded,
@@ -59,8 +60,9 @@ from coder_agent.protocol.schema import (
     UserMessageChunk,
     new_message_id,
 )
+from coder_agent.session.telemetry import tracing
 from coder_agent.session.turn_context import TurnContext
-from coder_agent.tools.calls import StoppedForPermission, ToolResult, ToolSet, TurnCancelled
+from coder_agent.tools.calls import LEAVING_NEEDS_PERMISSION, StoppedForPermission, ToolResult, ToolSet, TurnCancelled
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +108,32 @@ class Turn:
         return self.conversation.messages
 
     async def run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
-        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`."""
+        """The turn of `prompt`, whose user message (recorded by the caller) has the id `user_message_id`; traced
+        when telemetry is on."""
+        text = " ".join(block.text for block in prompt if isinstance(block, TextContent))
+        return await self.traced(text, lambda: self._run(prompt, user_message_id))
+
+    async def traced(self, prompt: str | None, turn: Callable[[], Awaitable[StopReason]]) -> StopReason:
+        """Run `turn` inside the turn's trace (when telemetry is on: `session.telemetry`)."""
+        telemetry = self.ctx.telemetry
+        if telemetry is None:
+            return await turn()
+        trace = telemetry.turn(self.ctx.session_id, self.ctx.policy.mode, self.config.model, prompt)
+        stop_reason: str = "error"
+        with tracing(trace):
+            try:
+                stop_reason = await turn()
+            except anyio.get_cancelled_exc_class():
+                stop_reason = "cancelled"
+                raise
+            finally:
+                trace.end(stop_reason)
+        return stop_reason
+
+    async def _run(self, prompt: Sequence[ContentBlock], user_message_id: str) -> StopReason:
         await self.client.turn_starting()
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
         for note in user.notes:
             await self.say(f"_{note}_\n\n")
@@ -131,8 +157,14 @@ class Turn:
         steering.close("cancelled" if stop_reason == "cancelled" else "ended")
         self.finish_turn()
         await self.bills_in()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)  # the answer does not wait on the disk (aclose flushes)
         return stop_reason
+
+    async def ended(self, stop_reason: StopReason) -> None:
+        """The turn ended (not cancelled or failed): the `turn_end` hooks."""
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.turn_end(stop_reason, self.last_answer)
 
     async def run_task(self, task: str) -> StopReason:
         """A sub-agent's whole run: its task is the first message, and the loop goes until it answers (no undo
@@ -213,6 +245,9 @@ class Turn:
     async def resume(self) -> StopReason:
         """Go on from a turn that stopped at a call no one could permit: run its stopped calls now (asking again,
         under the policy as it is now), then let the model go on. InvalidParams if the session did not stop so."""
+        return await self.traced(None, self._resume)
+
+    async def _resume(self) -> StopReason:
         calls = stopped_calls(self.history)
         if not calls:
             raise InvalidParams(
@@ -220,6 +255,8 @@ class Turn:
                 "give a prompt."
             )
         self.conversation.reopen_calls({call.id for call in calls})
+        if self.ctx.hooks is not None:
+            await self.ctx.hooks.session_start(self.config.model)
         self.ctx.checkpoints.begin_turn(f"turn_{uuid.uuid4().hex[:12]}")
         turn_start = len(self.history)
         try:
@@ -234,6 +271,7 @@ class Turn:
             self.ctx.save_soon()
             raise
         self.finish_turn()
+        await self.ended(stop_reason)
         self.ctx.after_response(self._save)
         return stop_reason
 
@@ -284,9 +322,10 @@ class Turn:
         for call, result in finished:
             self.add_tool_result(call.id, result.output)
         for call, outcome in stopped_and_after:
-            if not isinstance(outcome, ToolResult):
-                stopped = isinstance(outcome, StoppedForPermission)
-                self.add_tool_result(call.id, NEEDS_PERMISSION if stopped else NOT_RUN_AFTER_STOP)
+            if isinstance(outcome, StoppedForPermission):
+                self.add_tool_result(call.id, outcome.for_model or NEEDS_PERMISSION)
+            elif not isinstance(outcome, ToolResult):
+                self.add_tool_result(call.id, NOT_RUN_AFTER_STOP)
         for call in later:
             self.add_tool_result(call.id, NOT_RUN_AFTER_STOP)
 
@@ -365,7 +404,7 @@ class Turn:
             prompt = steer.prompt
             user = to_user_message(prompt, images=await self.model.accepts_images() if _has_images(prompt) else None)
             self.conversation.append(user.message)
-            for block in prompt:
+            for block in shown_blocks(prompt):
                 await self.client.update(UserMessageChunk(content=block, message_id=steer.message_id))
             self.mark(steer.message_id)
             steer.settle("taken")
@@ -427,7 +466,10 @@ def stopped_calls(history: Sequence[Message]) -> list[ToolCallRequest]:
                 for call in calls
                 if stopped.get(call.get("id"))
             ]
-        stopped[str(message.get("tool_call_id"))] = message.get("content") in STOPPED_RESULTS
+        content = message.get("content")
+        stopped[str(message.get("tool_call_id"))] = content in STOPPED_RESULTS or (
+            isinstance(content, str) and content.startswith(LEAVING_NEEDS_PERMISSION)
+        )
     return []
 
 

@@ -2,7 +2,9 @@
 
 Text and resource links are one run of prose: editors split "look at @foo.rs please" into three blocks (text,
 link, text), which join without separators, while two text blocks in a row are two paragraphs (a blank line
-between them). Attached file contents and images are parts of their own.
+between them). Attached file contents and images are parts of their own. `shown_blocks` is the prompt as it is
+shown back (the replay, a steering message): text blocks in a row joined as the model reads them, since a client
+runs the chunks of one message together.
 """
 
 from __future__ import annotations
@@ -63,6 +65,19 @@ def to_user_message(blocks: Sequence[ContentBlock], *, images: bool | None) -> U
     else:
         content = parts
     return UserMessage({"role": "user", "content": content}, notes)
+
+
+def shown_blocks(blocks: Sequence[ContentBlock]) -> list[ContentBlock]:
+    """The prompt's blocks, with text blocks in a row made one (a blank line between two that are not empty)."""
+    shown: list[ContentBlock] = []
+    for block in blocks:
+        last = shown[-1] if shown else None
+        if isinstance(block, TextContent) and isinstance(last, TextContent):
+            separator = PARAGRAPH if last.text and block.text else ""
+            shown[-1] = last.model_copy(update={"text": last.text + separator + block.text})
+        else:
+            shown.append(block)
+    return shown
 
 
 def _inline(parts: list[dict[str, Any]], text: str, kind: str) -> None:

@@ -20,8 +20,12 @@ to the user. When a session's checkpoints no longer need a blob (an undo), it is
 agent process); deleting the session deletes its folder. Earlier versions kept one shared folder,
 `blobs/<2 hex>/<62 hex>`; blobs there are still read, and never deleted (no one knows which sessions use them).
 
-Everything here blocks (git processes, file I/O): call it from a worker thread. `git` (gitpython) is imported
-lazily, in those threads.
+Git runs through `own_git.run_sync` (outside the walls, with config that beats the repository's and no secrets:
+see there): `hash-object` without filters, `cat-file` without replace refs, `update-ref` without hooks. A blob read
+back is checked against its id (git's object hash of the bytes), so a loose object rewritten in the workspace's
+`.git` by a command cannot make an undo write something else.
+
+Everything here blocks (git processes, file I/O): call it from a worker thread.
 """
 
 from __future__ import annotations
@@ -32,20 +36,17 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import platformdirs
 
+from coder_agent import own_git
 from coder_agent.atomic import write_atomic
 from coder_agent.checkpoints.records import BLOB_ID, CheckpointError, check_blob_id
 from coder_agent.config import APP_NAME
-
-if TYPE_CHECKING:
-    import git
 
 __all__ = [
     "BLOBS_DIR",
@@ -68,6 +69,8 @@ SESSIONS_DIR = "sessions"
 """The folder of the per-session folders inside the `FileBlobStore` root."""
 RELEASED_BLOB_GRACE_SECONDS = 3600
 """How old a blob no checkpoint needs must be before `FileBlobStore.retain` deletes it."""
+GIT_TIMEOUT = 60.0
+"""One git of the blob store at most, in seconds (a snapshot of a big file into a slow disk)."""
 
 _UNSAFE_OWNER_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -103,30 +106,34 @@ def owner_key(owner: str) -> str:
 class GitBlobStore:
     """Blobs in a git repository's object database, kept alive by a private ref per owner (see the module doc)."""
 
-    def __init__(self, work_dir: Path) -> None:
+    def __init__(self, work_dir: Path, root: Path | None = None) -> None:
+        """`root`: the repository's folder (the one with `.git`); found from `work_dir` when not given."""
         self.work_dir = work_dir
-        self._git: git.Git | None = None
+        self.root = root if root is not None else own_git.find_root(work_dir) or work_dir
 
     def put(self, owner: str, data: bytes) -> str:
-        blob = self._run(["hash-object", "-w", "--stdin"], data).decode("ascii").strip()
+        blob = self._run(["hash-object", "-w", "--no-filters", "--stdin"], data).decode("ascii").strip()
         if not BLOB_ID.fullmatch(blob):
             raise CheckpointError(f"git hash-object answered {blob!r}")
         return blob
 
     def get(self, owner: str, blob: str) -> bytes:
         check_blob_id(blob)
-        return self._run(["cat-file", "blob", blob])
+        data = self._run(["cat-file", "blob", blob])
+        if object_id(data, len(blob)) != blob.lower():
+            raise CheckpointError(f"snapshot {blob} in {self.root}/.git is not what was stored (it was rewritten)")
+        return data
 
     def retain(self, owner: str, blobs: Collection[str]) -> None:
         ref = self.ref_for(owner)
         if not blobs:
-            self._run(["update-ref", "-d", ref])
+            self._run(["update-ref", "--no-deref", "-d", ref])
             return
         for blob in blobs:
             check_blob_id(blob)
         listing = "".join(f"100644 blob {blob}\t{blob}\n" for blob in sorted(set(blobs)))
         tree = self._run(["mktree"], listing.encode("ascii")).decode("ascii").strip()
-        self._run(["update-ref", ref, tree])
+        self._run(["update-ref", "--no-deref", ref, tree])
 
     @staticmethod
     def ref_for(owner: str) -> str:
@@ -134,27 +141,18 @@ class GitBlobStore:
         return REF_PREFIX + owner_key(owner)
 
     def _run(self, args: list[str], stdin: bytes | None = None) -> bytes:
-        import git
-
-        if self._git is None:
-            self._git = git.Git(str(self.work_dir))
-        command = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args]
         try:
-            with tempfile.TemporaryFile() as handle:
-                if stdin is not None:
-                    handle.write(stdin)
-                    handle.seek(0)
-                output = self._git.execute(
-                    command,
-                    istream=handle if stdin is not None else None,
-                    stdout_as_string=False,
-                    strip_newline_in_stdout=False,
-                )
-        except (git.GitCommandError, OSError) as exc:
-            raise CheckpointError(f"git {args[0]} failed in {self.work_dir}: {exc}") from exc
-        if not isinstance(output, bytes):
-            raise CheckpointError(f"git {args[0]} answered {type(output).__name__}, not bytes")
-        return output
+            return own_git.run_sync(args, root=self.root, cwd=self.work_dir, input=stdin, timeout=GIT_TIMEOUT)
+        except own_git.GitFailed as exc:
+            raise CheckpointError(str(exc)) from None
+
+
+def object_id(data: bytes, length: int) -> str:
+    """Git's id of a blob of `data`: SHA-1 (40 hex digits) or, in a SHA-256 repository, SHA-256 (64)."""
+    digest = hashlib.sha256() if length == 64 else hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 class FileBlobStore:
@@ -240,8 +238,9 @@ def blob_store_for(cwd: Path, data_dir: Path | None = None) -> BlobStore:
 
     `data_dir` defaults to the platformdirs user data directory of coder-agent. Blocking (runs git).
     """
-    if _inside_git_work_tree(cwd):
-        return GitBlobStore(cwd)
+    root = _git_work_tree(cwd)
+    if root is not None:
+        return GitBlobStore(cwd, root)
     return FileBlobStore(_blobs_root(data_dir))
 
 
@@ -253,9 +252,10 @@ def release_session(session_id: str, cwd: str | None, data_dir: Path | None = No
         FileBlobStore(_blobs_root(data_dir)).release(session_id)
     except CheckpointError as exc:
         log.warning("session %s: %s", session_id, exc)
-    if cwd is not None and os.path.isdir(cwd):
+    root = own_git.find_root(Path(cwd)) if cwd is not None and os.path.isdir(cwd) else None
+    if cwd is not None and root is not None:
         try:
-            GitBlobStore(Path(cwd)).retain(session_id, ())
+            GitBlobStore(Path(cwd), root).retain(session_id, ())
         except CheckpointError as exc:  # not a repository (any more): no ref to drop
             log.debug("session %s: no private ref dropped in %s: %s", session_id, cwd, exc)
 
@@ -264,12 +264,15 @@ def _blobs_root(data_dir: Path | None) -> Path:
     return (data_dir or platformdirs.user_data_path(APP_NAME)) / BLOBS_DIR
 
 
-def _inside_git_work_tree(cwd: Path) -> bool:
+def _git_work_tree(cwd: Path) -> Path | None:
+    """The folder of the repository whose work tree holds `cwd`, if git agrees it is one (None: no git, not a
+    repository, one git refuses, a missing folder)."""
+    root = own_git.find_root(cwd)
+    if root is None:
+        return None
     try:
-        import git
-
-        answer = git.Git(str(cwd)).rev_parse("--is-inside-work-tree")
-    except Exception as exc:  # no git, not a repository, an unsafe one, a missing folder: no git store
+        answer = own_git.run_sync(["rev-parse", "--is-inside-work-tree"], root=root, cwd=cwd, timeout=GIT_TIMEOUT)
+    except own_git.GitFailed as exc:
         log.debug("no git store for %s: %s", cwd, exc)
-        return False
-    return bool(answer.strip() == "true")
+        return None
+    return root if answer.strip() == b"true" else None

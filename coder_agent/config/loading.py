@@ -5,8 +5,9 @@
   `CODER_AGENT_CONFIG` < `CODER_AGENT_*` environment variables < `--config FILE` < `--model`;
   a project file comes with the repository, so it may not set `PROJECT_FILE_IGNORES` (where the key is sent,
   extra call parameters, the default mode, allow rules, the sandbox, the checkers and language servers run after
-  every edit), and its
-  deny rules add to the user's;
+  every edit, where telemetry goes), its deny rules add to the user's, its hooks are kept apart
+  (`Config.project_hooks`: they run once trusted), and it is read as a file tool reads (`nofollow.read_confined`):
+  one that leads out of the session's folder through a symlink is left out, with a line in the log;
 * `ConfigError`, whose message names the file (or variable, or option) and the field at fault;
 * the API-key lookup (`api_key_env_names`, `resolve_api_key`). Keys never live in config files nor in `Config`:
   only the *name* of the variable holding one does, so no key can reach `repr(config)`, a log or an error.
@@ -26,6 +27,8 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
+from coder_agent import nofollow
+from coder_agent.config.hooks import HooksConfig, ProjectHooks
 from coder_agent.config.schema import (
     API_KEY_ENV_VAR,
     APP_NAME,
@@ -61,6 +64,8 @@ class ConfigError(Exception):
 
 
 _NO_CLI = CliOverrides()
+PROJECT_FILE_BYTES = 1_000_000
+"""A project's config file bigger than this is not read."""
 
 
 def user_config_file() -> Path:
@@ -101,10 +106,13 @@ def load_config(
     data = _load_file(user_path, required_by=None)
     if data is not None:
         apply(data, str(user_path))
+    project_hooks: ProjectHooks | None = None
     if cwd is not None:
         project_path = project_config_file(cwd)
-        data = _load_file(project_path, required_by=None)
+        data = _load_file(project_path, required_by=None, within=cwd)
         if data is not None:
+            hooks = HooksConfig.model_validate(data.pop("hooks", {}))  # kept apart: they run once trusted
+            project_hooks = None if hooks.empty else ProjectHooks(file=project_path, hooks=hooks)
             apply(_joining_deny_rules(_without_trusted_fields(data, project_path), merged), str(project_path))
 
     env_file = env.get(CONFIG_ENV_VAR, "").strip()
@@ -135,6 +143,7 @@ def load_config(
 
     config = _validate_final(merged)
     config._sources = sources
+    config._project_hooks = project_hooks
     return config
 
 
@@ -147,10 +156,12 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("permissions", "allow"),
     ("sandbox",),
     ("lsp",),
+    ("telemetry",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
-server, grant itself permissions, widen the sandbox's walls, or name a command the agent runs unasked after every
-edit. Set these in the user file, the environment, or with --config."""
+server, grant itself permissions, widen the sandbox's walls, name a command the agent runs unasked after every
+edit, or send the session's traces (with prompts, if it asked) to a collector of its choosing. Set these in the
+user file, the environment, or with --config."""
 
 
 def _without_trusted_fields(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -201,11 +212,18 @@ def resolve_api_key(config: Config, environ: Mapping[str, str] | None = None) ->
 # --- internals -------------------------------------------------------------------------------------------------
 
 
-def _load_file(path: Path, *, required_by: str | None) -> dict[str, Any] | None:
-    """Read and validate one config file. None if it is optional (`required_by` is None) and missing."""
+def _load_file(path: Path, *, required_by: str | None, within: Path | None = None) -> dict[str, Any] | None:
+    """Read and validate one config file. None if it is optional (`required_by` is None) and missing, or a project
+    file (`within`: the folder it must lie in) that leads out of it."""
     try:
-        with path.open("rb") as f:
-            raw = tomllib.load(f)
+        if within is not None:
+            raw = tomllib.loads(nofollow.read_confined(path, (within,), limit=PROJECT_FILE_BYTES).decode("utf-8"))
+        else:
+            with path.open("rb") as f:
+                raw = tomllib.load(f)
+    except nofollow.Refused as exc:
+        _log.warning("%s: not read: %s", path, exc)
+        return None
     except (FileNotFoundError, NotADirectoryError):
         if required_by is None:
             return None

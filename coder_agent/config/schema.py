@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from coder_agent.config.hooks import HooksConfig, ProjectHooks
+from coder_agent.config.telemetry import TelemetryConfig
 from coder_agent.config.wake import WakeConfig
 from coder_agent.lsp.settings import LspConfig
 from coder_agent.permissions.modes import ModeName
@@ -99,6 +101,17 @@ class SubagentsConfig(BaseModel):
 
     general_model: str | None = Field(default=None, min_length=1)
     """The model of `general` sub-agents; None: the session's."""
+
+    isolate: bool = False
+    """`general` sub-agents work in a place of their own (a git worktree on a scratch branch, or a copy of a folder
+    that is not a repository) unless their task says otherwise; their changes come back as one diff to approve."""
+
+    max_isolated: int = Field(default=3, ge=1, le=16)
+    """How many isolated sub-agents run at once (each has a worktree or a copy on disk); the others wait."""
+
+    isolation_max_mb: int = Field(default=2048, ge=1)
+    """The most a worktree's checked-out files, or a copied folder, may weigh (MiB); a task over it fails and says
+    so. A copy is made twice (the child's and an untouched one to compare with), cloned where the file system can."""
 
 
 class Config(BaseModel):
@@ -191,11 +204,23 @@ class Config(BaseModel):
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     """Sub-agents (`task`): how many at once, their step and time limits, their models."""
 
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    """Commands run on a session's events (`config.hooks`); a project file's are kept apart (`project_hooks`)."""
+
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    """OpenTelemetry traces and metrics, opt-in; a project file may not set it."""
+
     extra_params: dict[str, Any] = Field(default_factory=dict)
     """Advanced: extra keyword arguments passed through to the model call (e.g. provider-specific options).
     Keys the agent sets itself or that have their own field are rejected."""
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _project_hooks: ProjectHooks | None = PrivateAttr(default=None)
+
+    @property
+    def project_hooks(self) -> ProjectHooks | None:
+        """The hooks of the session folder's project file, which run only once the user trusts them."""
+        return self._project_hooks
 
     @field_validator("models")
     @classmethod

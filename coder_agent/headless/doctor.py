@@ -1,10 +1,11 @@
 """`coder-agent doctor`: the setup checked in plain words, and the editor settings for this install.
 
 Checks, in order: the config files (which exist, and that together they are valid), the model string (litellm
-can route it; its provider), a key (where it comes from; its value is never printed), the endpoint (one tiny
-completion, timed apart from loading the model library, so the figure is the endpoint's own; `--offline` skips
-it), ripgrep, that the data folder (sessions, undo snapshots) is writable, and the sandbox (whether commands can be
-walled in here, and the walls a session in this folder would get).
+can route it; its provider), a key (where it comes from; its value is never printed; without a model, not
+checked), the model's context window (the config's, litellm's, or a guess, with how to set it), the endpoint (one
+tiny completion, timed apart from loading the model library, so the figure is the endpoint's own; `--offline`
+skips it), ripgrep, that the data folder (sessions, undo snapshots) is writable, and the sandbox (whether commands
+can be walled in here, and the walls a session in this folder would get).
 Then the Zed and JetBrains snippets that start this install with this model. Exit status 0 only when every
 check passed (a skipped endpoint check counts as passed).
 """
@@ -27,7 +28,6 @@ from rich.text import Text
 from coder_agent import __version__, secrets
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.agent.model_runner import ModelRunner
-from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.config import (
     CONFIG_ENV_VAR,
     CliOverrides,
@@ -36,14 +36,18 @@ from coder_agent.config import (
     project_config_file,
     user_config_file,
 )
+from coder_agent.credentials import LoginStore
 from coder_agent.errors import RpcError
 from coder_agent.headless import snippets
 from coder_agent.model import providers
 from coder_agent.model.base import ModelError, ModelSettings
-from coder_agent.model.litellm_loader import load_litellm
+from coder_agent.model.litellm_loader import load_litellm, model_info
+from coder_agent.model.litellm_model import DEFAULT_CONTEXT_WINDOW
+from coder_agent.process import run_sync
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.command import project_cache
 from coder_agent.sandbox.settings import SandboxConfig
-from coder_agent.sandbox.walls import Unwallable, build_walls
+from coder_agent.sandbox.walls import Unwallable, agent_paths, build_walls
 from coder_agent.store import default_root
 from coder_agent.tools.search.ripgrep import find_rg
 
@@ -61,7 +65,8 @@ class Check:
 
 def main(config_file: Path | None, model: str | None, *, offline: bool) -> int:
     console = Console(highlight=False, soft_wrap=True)
-    checks, config = anyio.run(_checks, ConfigSource(CliOverrides(config_file=config_file, model=model)), offline)
+    source = ConfigSource(CliOverrides(config_file=config_file, model=model), logins=LoginStore())
+    checks, config = anyio.run(_checks, source, offline)
     console.print(Text(f"coder-agent {__version__} doctor", style="bold"))
     console.print()
     width = max(len(check.name) for check in checks) + 2
@@ -93,10 +98,15 @@ async def _checks(source: ConfigSource, offline: bool) -> tuple[list[Check], Con
     else:
         model_check = _model(config)
         checks.append(model_check)
-        key_check, settings = _key(source, config)
+        if config.model:
+            key_check, settings = _key(source, config)
+        else:
+            key_check = Check("key", False, "not checked: no model is set (see the line above)")
         checks.append(key_check)
         if not model_check.passed:
             settings = None
+        else:
+            checks.append(await _context_window(config))
     if offline:
         checks.append(Check("endpoint", None, "skipped (--offline)"))
     elif settings is None:
@@ -145,6 +155,25 @@ def _model(config: Config) -> Check:
     return Check("model", True, f"{config.model} (provider {provider}{base}; from {origin})")
 
 
+async def _context_window(config: Config) -> Check:
+    """The model's context window, and where it comes from; a guess says how to set it."""
+    if config.context_window:
+        return Check("context", True, f"{config.context_window:,} tokens (from {config.source_of('context_window')})")
+    try:
+        info = model_info(await load_litellm(), config.model or "") or {}
+    except ModelError as exc:
+        return Check("context", False, str(exc))
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    if window:
+        return Check("context", True, f"{int(window):,} tokens (litellm's model map)")
+    return Check(
+        "context",
+        True,
+        f"{DEFAULT_CONTEXT_WINDOW:,} tokens, a guess: litellm does not know {config.model}'s window. Set "
+        "CODER_AGENT_CONTEXT_WINDOW, or context_window in your config, to the model's real window",
+    )
+
+
 def _key(source: ConfigSource, config: Config) -> tuple[Check, ModelSettings | None]:
     try:
         settings = source.model_settings(config)
@@ -157,6 +186,8 @@ def _key(source: ConfigSource, config: Config) -> tuple[Check, ModelSettings | N
             return Check("key", True, f"{name} is set (its value is not shown)"), settings
     if config.api_base is not None:
         return Check("key", True, f"none set, none needed: a self-hosted server at {config.api_base}"), settings
+    if settings.api_key:
+        return Check("key", True, "the one `coder-agent login` stored (its value is not shown)"), settings
     return Check("key", True, "no key variable to check: the provider's own credentials are used"), settings
 
 
@@ -198,7 +229,7 @@ def _ripgrep() -> Check:
     if rg is None:
         return Check("ripgrep", False, "not found: grep and glob use a slower search in Python; install ripgrep (rg)")
     try:
-        version = subprocess.run([rg, "--version"], capture_output=True, text=True, timeout=10).stdout.split("\n")[0]
+        version = run_sync([rg, "--version"], timeout=10).stdout.decode(errors="replace").split("\n")[0]
     except (OSError, subprocess.SubprocessError) as exc:
         return Check("ripgrep", False, f"{rg} does not run: {exc}")
     return Check("ripgrep", True, f"{rg} ({version.strip() or 'version unknown'})")
@@ -229,13 +260,13 @@ def _sandbox(config: Config | None) -> Check:
             "not offered; set sandbox.enabled = false to accept that",
         )
     settings = config.sandbox if config is not None else SandboxConfig()
-    temp = Path(tempfile.gettempdir()) / "coder-agent-sandbox-…" / "tmp"
+    temp = platformdirs.user_cache_path("coder-agent") / "sessions" / "session-…"
     try:
         walls = build_walls(
             (Path.cwd(),),
             settings,
             temp=temp,
-            cache=platformdirs.user_cache_path("coder-agent") / "sandbox",
+            cache=project_cache((Path.cwd(),)),
             proxy_socket=None,
             agent_paths=agent_paths(default_root()),
         )

@@ -16,16 +16,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
-from coder_agent.agent.metering import USAGE_META
+from coder_agent.agent.metering import USAGE_META, WINDOW_GUESSED
 from coder_agent.protocol.content import DiffContent, TextContent, ToolCallContent
 from coder_agent.protocol.schema import (
     AgentMessageChunk,
+    PlanDocumentUpdate,
     SessionUpdate,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
 )
 from coder_agent.secrets import redact_data
+from coder_agent.tools.calls import refused_by_mode
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,19 @@ class Permission:
     """`nobody`: there was no terminal to ask on, so the call was refused and the run stopped."""
     allow_rules: tuple[str, ...] = ()
     """The `--allow` rules that would let this call through."""
+    leaves_sandbox: bool = False
+    """The question was whether a command may run outside the sandbox: no rule lets it, only `--mode full-auto` or
+    a person at a terminal."""
+
+
+@dataclass(frozen=True)
+class ModeRefusal:
+    """A call the run's mode refused (read-only refuses edits and commands): the model was told and went on."""
+
+    tool_call_id: str
+    title: str
+    kind: str
+    mode: str
 
 
 @dataclass
@@ -50,6 +65,9 @@ class Usage:
     context_tokens: int = 0
     """The conversation's size after the last request."""
     context_window: int | None = None
+    context_window_guessed: bool = False
+    """Neither the config nor litellm knows the model's window: `context_window` is a guess (CODER_AGENT_CONTEXT_WINDOW
+    sets it)."""
     input_tokens: int = 0
     """Input tokens of every request (those read from the prompt cache included), as the provider counted them."""
     cached_input_tokens: int = 0
@@ -68,6 +86,10 @@ class RunResult:
     """USD spent by this run, where litellm knows the model's price."""
     files_changed: list[str] = field(default_factory=list)
     refused: list[Permission] = field(default_factory=list)
+    refused_by_mode: list[ModeRefusal] = field(default_factory=list)
+    """Calls the run's mode refused (the model was told, and went on without them)."""
+    structured_output: Any = None
+    """With `--output-schema`: the answer's JSON value, valid against the schema."""
     piped_input: dict[str, Any] | None = None
     """What was piped on stdin next to the prompt: `bytes`, `truncated` (its middle left out past `kept_bytes`),
     or `waited_seconds` when nothing came."""
@@ -75,6 +97,7 @@ class RunResult:
     def wire(self) -> dict[str, Any]:
         data = asdict(self)
         data["refused"] = [asdict(p) for p in self.refused]
+        data["refused_by_mode"] = [asdict(r) for r in self.refused_by_mode]
         return {"type": "result", **data}
 
 
@@ -86,7 +109,22 @@ class Tally:
         self._answer: list[str] = []  # joined once when read: a long answer streamed in small pieces stays linear
         self.usage = Usage()
         self.files_changed: list[str] = []
+        self.refused_by_mode: list[ModeRefusal] = []
+        self.plan: str | None = None
+        """A Markdown plan proposed since the last tool call began (plan mode): the answer when no text follows."""
         self._content: dict[str, list[ToolCallContent]] = {}
+        self._calls: dict[str, tuple[str, str]] = {}
+        """Each call's title and kind, as it started."""
+
+    def new_turn(self) -> None:
+        """Another turn of the run begins (asked again for a valid answer): its answer is its own."""
+        self._answer.clear()
+        self.plan = None
+
+    @property
+    def final_answer(self) -> str:
+        """The run's answer: the text after the last tool call, or the plan proposed there when none follows."""
+        return self.answer or self.plan or ""
 
     @property
     def answer(self) -> str:
@@ -96,18 +134,27 @@ class Tally:
     def see(self, update: SessionUpdate) -> None:
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContent):
             self._answer.append(update.content.text)
+        elif isinstance(update, PlanDocumentUpdate):
+            self.plan = update.plan.content
         elif isinstance(update, ToolCallStart):
             self._answer.clear()
+            self.plan = None
+            self._calls[update.tool_call_id] = (update.title, update.kind)
             self._content[update.tool_call_id] = list(update.content or [])
             self._finish(update.tool_call_id, update.status)
         elif isinstance(update, ToolCallUpdate):
             if update.content is not None:
                 self._content[update.tool_call_id] = list(update.content)
             self._finish(update.tool_call_id, update.status)
+            mode = refused_by_mode(update.meta) if update.status == "failed" else None
+            if mode is not None:
+                title, kind = self._calls.get(update.tool_call_id, ("A tool call", "other"))
+                self.refused_by_mode.append(ModeRefusal(update.tool_call_id, title, kind, mode))
         elif isinstance(update, UsageUpdate):
             self.usage.context_tokens = update.used
             self.usage.context_window = update.size
             call = (update.meta or {}).get(USAGE_META) or {}
+            self.usage.context_window_guessed = bool(call.get(WINDOW_GUESSED))
             self.usage.input_tokens += int(call.get("inputTokens") or 0)
             self.usage.cached_input_tokens += int(call.get("cachedInputTokens") or 0)
             self.usage.output_tokens += int(call.get("outputTokens") or 0)

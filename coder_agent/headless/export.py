@@ -24,10 +24,14 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from coder_agent import __version__
+from coder_agent.agent.system_prompt import MODE as MODE_FACT
 from coder_agent.errors import ResourceNotFound
 from coder_agent.headless.sessions import resolve
+from coder_agent.permissions import MODES
 from coder_agent.secrets import redact, redact_data
+from coder_agent.session.replay import SESSION_KEY, SUBAGENT
 from coder_agent.store import SessionRecord, SessionStore, StoreError
+from coder_agent.tools.file_view import unfenced
 from coder_agent.visible import visible
 
 Format = Literal["atif", "json", "markdown"]
@@ -35,6 +39,8 @@ FORMATS: tuple[Format, ...] = ("atif", "json", "markdown")
 ATIF_VERSION = "ATIF-v1.7"
 AGENT_NAME = "coder-agent"
 _IMAGE = "[image]"
+PRIVATE = 0o600
+"""The mode of a file `-o` writes: the owner's alone (a session's prompts, code and command output are private)."""
 
 
 def main(session: str, fmt: Format, output: Path | None, *, store: SessionStore | None = None) -> int:
@@ -52,7 +58,7 @@ def main(session: str, fmt: Format, output: Path | None, *, store: SessionStore 
     from coder_agent.atomic import write_atomic
 
     try:
-        write_atomic(output, text.encode("utf-8"))
+        write_atomic(output, text.encode("utf-8"), mode=PRIVATE)  # a session holds what the model read: private
     except OSError as error:
         print(f"coder-agent export: cannot write {output}: {error.strerror or error}", file=sys.stderr)
         return 1
@@ -103,13 +109,14 @@ def trajectory(record: SessionRecord) -> dict[str, Any]:
             "name": AGENT_NAME,
             "version": __version__,
             "model_name": record.model,
-            "extra": {"mode": record.mode, "reasoning_effort": record.reasoning_effort},
+            "extra": {
+                "mode": worked_in(record) or record.mode,
+                "session_mode": record.mode,
+                "reasoning_effort": record.reasoning_effort,
+            },
         },
         "steps": [{key: value for key, value in step.items() if value is not None} for step in steps],
-        "final_metrics": {
-            "total_cost_usd": record.cost if record.cost > 0 else None,
-            "total_steps": len(steps),
-        },
+        "final_metrics": {**_token_totals(record), "total_cost_usd": record.cost if record.cost > 0 else None},
         "extra": {
             "title": record.title,
             "cwd": record.cwd,
@@ -119,12 +126,25 @@ def trajectory(record: SessionRecord) -> dict[str, Any]:
         },
     }
     result["final_metrics"] = {k: v for k, v in result["final_metrics"].items() if v is not None}
+    result["final_metrics"]["total_steps"] = len(steps)
     if compactions:
         result["notes"] = (
             f"The conversation was compacted {compactions} time(s): the steps before the last compaction are "
             "summarised in the user step that opens the history, as the model saw them."
         )
     return result
+
+
+def _token_totals(record: SessionRecord) -> dict[str, int | None]:
+    """The session's tokens as ATIF's final metrics name them (none for a session stored before they were kept)."""
+    tokens = record.tokens
+    if not tokens.get("requests"):
+        return {}
+    return {
+        "total_prompt_tokens": tokens.get("input", 0),
+        "total_completion_tokens": tokens.get("output", 0),
+        "total_cached_tokens": tokens.get("cached") or None,
+    }
 
 
 def _agent_step(message: dict[str, Any], record: SessionRecord) -> dict[str, Any]:
@@ -220,7 +240,7 @@ def markdown(record: SessionRecord) -> Iterator[str]:
         ("Session", f"`{record.session_id}`"),
         ("Folder", _line(record.cwd)),
         ("Model", _line(record.model or "(default)")),
-        ("Mode", record.mode),
+        ("Mode", _modes(record)),
         ("Started", record.created_at),
         ("Last used", record.updated_at),
     ]
@@ -230,6 +250,11 @@ def markdown(record: SessionRecord) -> Iterator[str]:
     previous: str | None = None
     for event in record.events:
         kind = event.get("sessionUpdate")
+        if event.get(SESSION_KEY) is not None or kind == SUBAGENT:
+            continue  # a sub-agent's own session: its parent's `task` call shows its steps and answer
+        if kind == "agent_thought_chunk" and previous != "agent_message_chunk":
+            yield f"{_HEADINGS['agent_message_chunk']}\n\n"  # the agent's thinking opens its part, not the prompt's
+            previous = "agent_message_chunk"
         if kind in _HEADINGS:
             if kind != previous:
                 yield f"{_HEADINGS[kind]}\n\n"
@@ -260,8 +285,25 @@ def _tool_call(event: dict[str, Any]) -> Iterable[str]:
             yield _fenced(_diff(item.get("oldText"), str(item.get("newText") or "")), "diff")
         elif item.get("type") == "content":
             text = _content_text(item.get("content"))
-            if text:
-                yield _fenced(text, "")
+            if text:  # a command's output comes fenced already: fenced once, anew
+                yield _fenced(unfenced(text).strip("\n"), "")
+
+
+def _modes(record: SessionRecord) -> str:
+    """The mode the session last worked in, as its model was told (a run's `--mode` holds for the run only, so the
+    stored mode may be another), and the session's own when they differ."""
+    worked = worked_in(record)
+    if worked is None or worked == record.mode:
+        return record.mode
+    return f"{worked} (its last prompt's; the session's own: {record.mode})"
+
+
+def worked_in(record: SessionRecord) -> str | None:
+    """The mode the model was last told it works in (the system prompt's environment, kept up to date by the
+    environment updates), or None when the session never reached its model."""
+    system = next((m for m in record.messages[:1] if m.get("role") == "system"), None)
+    told = str(((system or {}).get("environment") or {}).get(MODE_FACT) or "")
+    return next((mode for mode, info in MODES.items() if told.startswith(f"{info.name} (")), None)
 
 
 def _plan_entry(entry: dict[str, Any]) -> str:

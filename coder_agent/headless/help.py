@@ -59,7 +59,8 @@ environment:
 config files, each over the one before:
   user      {_user_config_file()}
   project   .coder-agent/config.toml in the session's folder (it cannot set api_base, api_key_env,
-            extra_params, default_mode or permissions.allow)
+            extra_params, default_mode, permissions.allow, [sandbox], [checkers] or [telemetry]; its
+            [hooks] run once you trust them)
   then      CODER_AGENT_CONFIG, the variables above, --config FILE, --model
   every field is described in {CONFIG_EXAMPLE}
 
@@ -79,6 +80,7 @@ RUN_EPILOG = """\
 modes (--mode):
   read-only     reads and searches; edits and commands are refused (the default without a terminal,
                 unless --allow rules are given: then default, where only what they allow runs)
+  plan          explores read-only and ends with a plan: approved on a terminal, or the answer
   default       asks on the terminal before every edit, command and fetch (the default on a terminal,
                 unless the config's default_mode says otherwise)
   accept-edits  edits without asking; asks before commands and fetches
@@ -86,16 +88,20 @@ modes (--mode):
                 (the default in CI, where CI is set, when the sandbox works here; read-only otherwise)
   full-auto     edits, commands and fetches without asking (commands run outside the sandbox, with your rights)
   A question that cannot be asked (no terminal) stops the run with status 3; --allow lets such calls
-  through, with the rule strings of the config's [permissions] (edit:src/**, execute:pytest, fetch:host).
+  through, with the rule strings of the config's [permissions] (edit:src/**, execute:pytest, fetch:host);
+  a command that must leave the sandbox needs --mode full-auto. A mode not chosen is said at the start.
 
 output (--output-format):
   text          the answer on stdout; tool calls, diffs and the plan on stderr
   json          one object at the end: answer, stop_reason, session_id, usage, cost, files_changed
+  --output-schema FILE  the answer must be JSON valid against this JSON Schema: printed alone
+                (text), or as structured_output; one retry, then exit status 4
   stream-json   one JSON object per line as things happen; the last one is the json object
 
 exit status:
   0 the model finished; 1 an error, or it stopped short (max turns, output limit); 2 a usage error;
-  3 a permission no one could give stopped the work (--continue --allow RULE, no prompt: it runs and goes on);
+  3 a permission no one could give stopped the work (--continue --allow RULE, no prompt: it runs and goes on),
+  or the mode refused a file change the task needed; 4 the answer is not valid against --output-schema;
   130 Ctrl-C
 
 examples:
@@ -104,6 +110,7 @@ examples:
   cat calc.py | coder-agent run "explain this"                            # piped text joins the prompt
   { echo "Review this change:"; git diff --cached; } | coder-agent run     # the prompt from stdin
   coder-agent run --output-format json "list the TODOs" | jq -r .answer
+  coder-agent run --output-schema todos.schema.json "list the TODOs" | jq '.todos[]'   # JSON, validated
   coder-agent run --mode accept-edits --allow "execute:pytest" "make the tests pass"
   coder-agent run --mcp-config .mcp.json --add-dir ../shared "use the issue tracker's tools"
   coder-agent run --continue "now add a test for the empty case"

@@ -15,6 +15,7 @@ share a line.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ from coder_agent.protocol.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
+from coder_agent.tools.file_view import unfenced
 from coder_agent.visible import visible
 
 DIFF_LINES = 40
@@ -43,6 +45,11 @@ DIFF_LINES = 40
 FAILURE_LINES = 6
 OUTPUT_LINES = 6
 """The last lines of a command's output shown (all of them with --verbose)."""
+SUBAGENT_LINES = 12
+"""The lines of a sub-agent's steps, bill and answer shown when it ends (all of them with --verbose)."""
+SHELL = "run_command"
+"""The tool whose calls are shown as a shell command line (`$ …`); other tools of the kind (the job tools) are not."""
+SUBAGENT = "task"
 PLAN_MARKS = {"completed": ("✓", "green"), "in_progress": ("▸", "yellow"), "pending": ("○", "dim")}
 WAITING = "Waiting for the model"
 
@@ -61,9 +68,17 @@ class TextOutput:
     """Shows a run as a person reads it; `markdown`: the console the answer is rendered on (stdout is a terminal)."""
 
     def __init__(
-        self, stdout: Stdout, console: Console, *, markdown: Console | None = None, verbose: bool = False
+        self,
+        stdout: Stdout,
+        console: Console,
+        *,
+        markdown: Console | None = None,
+        verbose: bool = False,
+        structured: bool = False,
     ) -> None:
         self.stdout = stdout
+        self.structured = structured
+        """--output-schema: stdout holds the answer's JSON alone, written at the end once it is valid."""
         self.console = console
         self.markdown = markdown
         self.verbose = verbose
@@ -76,6 +91,7 @@ class TextOutput:
         self.blocks = MarkdownBlocks()
         self.titles: dict[str, str] = {}
         self.kinds: dict[str, str] = {}
+        self.names: dict[str, str] = {}
         self.preview: dict[str, list[ToolCallContent]] = {}
         """What each call showed when it started (a command, a diff): what it shows at the end is what is new."""
         self.content: dict[str, list[ToolCallContent]] = {}
@@ -95,6 +111,13 @@ class TextOutput:
 
     def finished(self, result: RunResult) -> None:
         self._stop()
+        if self.structured:
+            if result.error is None:
+                self.stdout.write(json.dumps(result.structured_output, ensure_ascii=False) + "\n")
+        elif result.answer and (
+            self.tool_since_text or not self.answer_written
+        ):  # not streamed: a plan no one approved
+            self._answer(result.answer if result.answer.endswith("\n") else result.answer + "\n")
         self._flush_answer()
         if self.line_open:
             self.stdout.write("\n")
@@ -104,6 +127,11 @@ class TextOutput:
         if usage.model_requests:
             requests = "request" if usage.model_requests == 1 else "requests"
             parts.append(f"{usage.model_requests} model {requests}, {usage.tokens:,} tokens")
+        if usage.context_window_guessed and usage.context_window:
+            parts.append(
+                f"context {usage.context_tokens:,} of {usage.context_window:,} tokens, a guess: the model's window is "
+                "not known (set CODER_AGENT_CONTEXT_WINDOW)"
+            )
         if result.cost:
             parts.append(f"${result.cost:.4f}")
         if result.files_changed:
@@ -137,6 +165,7 @@ class TextOutput:
             self.tool_since_text = True
             self.titles[update.tool_call_id] = visible(update.title)
             self.kinds[update.tool_call_id] = update.kind
+            self.names[update.tool_call_id] = update.name or (SHELL if update.kind == "execute" else "")
             self.preview[update.tool_call_id] = list(update.content or [])
             self.content[update.tool_call_id] = list(update.content or [])
             self._progress(update.tool_call_id, update.status, update.content)
@@ -165,7 +194,7 @@ class TextOutput:
                 self._line(Text("Compacted the conversation: older turns are summarised", style="dim"))
 
     def _answer(self, text: str) -> None:
-        if not text:
+        if not text or self.structured:  # the JSON alone goes to stdout, at the end
             return
         if self.markdown is not None:
             if self.tool_since_text:
@@ -204,7 +233,7 @@ class TextOutput:
             return
         self.shown.add(call_id)
         title = self.titles.get(call_id, "")
-        if self.kinds.get(call_id) == "execute":
+        if self.names.get(call_id) == SHELL:
             self._line(Text.assemble(("$ ", "bold cyan"), (title, "cyan")))
         else:
             self._line(Text.assemble(("• ", "bold blue"), title))
@@ -218,7 +247,9 @@ class TextOutput:
             return
         latest = self.content.pop(call_id, None)
         new = [item for item in latest or content or [] if item not in self.preview.get(call_id, [])]
-        if status == "completed":
+        if self.names.get(call_id) == SUBAGENT and status in ("completed", "failed"):
+            self._lines(output_lines(latest or content or [], None if self.verbose else SUBAGENT_LINES))
+        elif status == "completed":
             self._lines([line for item in latest or [] if isinstance(item, DiffContent) for line in diff_lines(item)])
             if self.kinds.get(call_id) == "execute":
                 self._lines(output_lines(new, None if self.verbose else OUTPUT_LINES))
@@ -364,8 +395,16 @@ def texts(content: Sequence[ToolCallContent]) -> list[str]:
 
 
 def plain(text: str) -> str:
-    """Text without the Markdown code fence around it."""
-    lines = text.strip("\n").splitlines()
-    if len(lines) >= 2 and lines[0].startswith("```") and lines[-1].startswith("```"):
-        lines = lines[1:-1]
-    return "\n".join(lines)
+    """Text as a terminal shows it: without the lines of its code fences, a line in Markdown italics (a note such
+    as `_No new output._`) or bold (`**explore-1**`) without the marks."""
+    lines = unfenced(text.strip("\n")).splitlines()
+    return "\n".join(_unmarked(line) for line in lines)
+
+
+def _unmarked(line: str) -> str:
+    stripped = line.strip()
+    if len(stripped) > 2 and stripped[0] == stripped[-1] == "_" and "_" not in stripped[1:-1]:
+        return line.replace(stripped, stripped[1:-1])
+    if line.startswith("**") and line.count("**") == 2:
+        return line.replace("**", "")
+    return line

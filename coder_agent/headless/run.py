@@ -11,10 +11,9 @@ midway leaves it so); an editor that reopens it does not inherit a `full-auto` g
 session keeps the model it was made with.
 
 Ctrl-C (or SIGTERM) cancels the turn the way an editor's cancel does: the running command's process group is
-killed, the history is repaired and the session saved; a second Ctrl-C quits at once. Exit status: 0 when the
-model finished (`end_turn`); 1 on an error or when the turn stopped short (max turns, max tokens, a refusal
-by the model); 3 when a permission question no one could answer stopped the work; 130 on Ctrl-C (143 on
-SIGTERM). Usage errors (2) are found before this module runs.
+killed, the history is repaired and the session saved; a second Ctrl-C quits at once. With `--output-schema` the
+answer is checked against the schema, and an invalid one gets a retry (`headless.output_schema`). How the run ends,
+its exit status and what it says then are `headless.ending`'s; usage errors (2) are found before this module runs.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
@@ -35,14 +33,17 @@ from rich.text import Text
 from coder_agent.agent import wake
 from coder_agent.errors import InvalidParams, ResourceNotFound, RpcError
 from coder_agent.headless import sessions
-from coder_agent.headless.events import JsonOutput, Output, Permission, RunResult, Stdout, StreamJsonOutput, Tally
+from coder_agent.headless.ending import EXIT_INTERRUPTED, RunState, mode_hint, mode_note, mode_refusals
+from coder_agent.headless.ending import result as result_of
+from coder_agent.headless.events import JsonOutput, Output, Stdout, StreamJsonOutput, Tally
 from coder_agent.headless.mcp_config import merged, stored_servers
+from coder_agent.headless.output_schema import RETRIES, OutputSchema
 from coder_agent.headless.render import TextOutput, stderr_console, stdout_console
 from coder_agent.headless.run_options import RunOptions
 from coder_agent.headless.terminal_permissions import TerminalPermissions
 from coder_agent.headless.terminal_questions import TerminalQuestions
 from coder_agent.protocol.content import TextContent
-from coder_agent.protocol.schema import McpServer, SessionUpdate, StopReason
+from coder_agent.protocol.schema import McpServer, SessionUpdate
 from coder_agent.secrets import redact
 from coder_agent.session import rewind as rewinding
 from coder_agent.session.conversation import SystemPromptAddition
@@ -60,36 +61,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_REFUSED = 3
-EXIT_INTERRUPTED = 130
-
-STOPPED_SHORT: dict[str, str] = {
-    "max_turn_requests": "Stopped at the limit of model requests (--max-turns, or max_turn_requests in the config); "
-    "`coder-agent run --continue` lets it go on.",
-    "max_tokens": "The model's answer was cut at its output limit (max_tokens).",
-    "refusal": "The model declined to answer.",
-    "cancelled": "The turn was cancelled.",
-}
-
 ManagerFactory = Callable[[TaskGroup], "SessionManager"]
-
-
-@dataclass
-class _RunState:
-    session: Session | None = None
-    resumed: bool = False
-    own_settings: bool = False
-    """The run's own settings are in force (the session's stored ones go back when it ends)."""
-    report: TurnReport | None = None
-    """The prompt's turn, once it ended: its usage and cost are the run's."""
-    stop_reason: StopReason | None = None
-    error: str | None = None
-    interrupted: int | None = None
-    """The signal that cancelled the run."""
-    mode: str | None = None
-    """The mode the run worked in."""
 
 
 def main(options: RunOptions, build: ManagerFactory) -> int:
@@ -117,13 +89,13 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
         await output.show(update)
 
     bridge = LocalBridge(sink, answers, TerminalQuestions(output, asker))
-    run = _RunState()
+    run = RunState()
     async with anyio.create_task_group() as tasks:
         manager = build(tasks)
         with anyio.CancelScope() as work:
             tasks.start_soon(_cancel_on_signals, manager, work, run, output, console)
             try:
-                await _work(manager, options, bridge, run, tally, output, console if options.can_ask else None)
+                await _work(manager, options, bridge, run, tally, output, console)
             except RpcError as exc:
                 run.error = redact(exc.message)
             except Exception as exc:
@@ -135,11 +107,14 @@ async def run_in(options: RunOptions, build: ManagerFactory, file: TextIO) -> in
                 run.session.save_soon()
             await manager.aclose()  # cancels what is left and saves every session
         tasks.cancel_scope.cancel()
-    result = _result(run, answers.refused, tally)
+    result = result_of(run, answers.refused, tally)
     result.piped_input = options.piped_summary()
     if result.error:
         output.pause()
         console.print(Text(result.error, style="red" if result.exit_code != EXIT_INTERRUPTED else "yellow"))
+    elif result.refused_by_mode:  # commands the mode refused: the answer did without them, which the person hears
+        output.pause()
+        console.print(Text(mode_refusals(result.refused_by_mode, run.session), style="yellow"))
     output.finished(result)
     return result.exit_code
 
@@ -148,12 +123,12 @@ async def _work(
     manager: SessionManager,
     options: RunOptions,
     bridge: LocalBridge,
-    run: _RunState,
+    run: RunState,
     tally: Tally,
     output: Output,
-    asker: Console | None,
+    console: Console,
 ) -> None:
-    session = await _open(manager, options, bridge, run, asker)
+    session = await _open(manager, options, bridge, run, console if options.can_ask else None)
     run.session = session
     saved = session.state
     # A resumed session keeps its own model; a new one keeps the model it was made with (the run's).
@@ -175,6 +150,10 @@ async def _work(
             f"({session.services.sandbox_problem or 'sandbox.enabled is off in your config'}); "
             "give --mode to choose another.",
         )
+    else:
+        note = mode_note(saved.policy.mode, options, saved.policy.sandboxed)
+        if note is not None:
+            console.print(Text(note, style="dim"))
     run.mode = saved.policy.mode
     tally.cwd = saved.cwd
     output.started(
@@ -190,15 +169,37 @@ async def _work(
     await manager.ready(session)
     if options.rewind is not None:
         await _rewind(manager, session, options.rewind)
-    prompt = options.prompt_text()
+    prompt = options.prompt_blocks()
     run.report = TurnReport()
     if prompt is None and options.rewind is None:
         await manager.resume(session, run.report)
     elif prompt is not None:
-        await manager.prompt(session, [TextContent(text=prompt)], run.report)
+        await manager.prompt(session, [TextContent(text=text) for text in prompt], run.report)
     run.stop_reason = run.report.stop_reason
     if saved.continues_alone:
         await wake.settle(session, saved.config.wake.run_wait)  # background jobs may wake it
+    if options.output_schema is not None:
+        await _structured(manager, session, options.output_schema, run, tally)
+
+
+async def _structured(
+    manager: SessionManager, session: Session, schema: OutputSchema, run: RunState, tally: Tally
+) -> None:
+    """Check the answer against `--output-schema`; an invalid one gets `RETRIES` more turns, told what was wrong."""
+    for retry in range(RETRIES + 1):
+        if run.stop_reason != "end_turn":
+            return  # the turn stopped short: that is what the run reports
+        value, run.schema_problem = schema.check(tally.final_answer)
+        if run.schema_problem is None:
+            run.structured_output = value
+            return
+        if retry == RETRIES:
+            return
+        tally.new_turn()
+        report = TurnReport()
+        run.retries.append(report)
+        await manager.prompt(session, [TextContent(text=schema.retry(run.schema_problem))], report)
+        run.stop_reason = report.stop_reason
 
 
 async def _rewind(manager: SessionManager, session: Session, count: int) -> None:
@@ -213,7 +214,7 @@ async def _rewind(manager: SessionManager, session: Session, count: int) -> None
 
 
 async def _open(
-    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: _RunState, asker: Console | None
+    manager: SessionManager, options: RunOptions, bridge: LocalBridge, run: RunState, asker: Console | None
 ) -> Session:
     def client(session_id: str) -> LocalBridge:
         return bridge
@@ -269,6 +270,7 @@ async def _stored(
 def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) -> None:
     """The run's own mode, rules, model and request limit; no one watches it, so the model finishes on its own."""
     saved.set_mode(options.mode or saved.config.default_mode)
+    saved.policy.set_mode_hint(mode_hint(saved.policy.sandboxed))
     saved.run_unattended()
     saved.policy.add_rules(options.allow, options.deny)
     if options.append_system_prompt is not None:
@@ -287,7 +289,7 @@ def _apply(manager: SessionManager, saved: SessionState, options: RunOptions) ->
 
 
 async def _cancel_on_signals(
-    manager: SessionManager, work: anyio.CancelScope, run: _RunState, output: Output, console: Console
+    manager: SessionManager, work: anyio.CancelScope, run: RunState, output: Output, console: Console
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
@@ -300,69 +302,11 @@ async def _cancel_on_signals(
             work.cancel()
 
 
-def _result(run: _RunState, refused: list[Permission], tally: Tally) -> RunResult:
-    session = run.session
-    result = RunResult(
-        session_id=session.id if session is not None else None,
-        stop_reason=run.stop_reason,
-        exit_code=EXIT_OK,
-        answer=tally.answer,
-        usage=tally.usage,
-        files_changed=tally.files_changed,
-        refused=refused,
-    )
-    if run.report is not None:
-        spent = run.report.spent
-        result.usage.model_requests = spent.requests
-        result.usage.tokens = spent.input_tokens + spent.output_tokens
-        result.cost = round(spent.cost, 6) if spent.cost > 0 else None
-    if run.interrupted is not None:
-        result.stop_reason = "cancelled"
-        result.exit_code = EXIT_INTERRUPTED if run.interrupted == signal.SIGINT else 128 + run.interrupted
-        result.error = "Interrupted. " + _pick_up(session)
-    elif run.error is not None:
-        result.exit_code, result.error = EXIT_ERROR, run.error
-    elif refused:
-        result.exit_code, result.error = EXIT_REFUSED, _refusal(refused[0], session, run.mode)
-    elif run.stop_reason != "end_turn":
-        result.exit_code = EXIT_ERROR
-        result.error = STOPPED_SHORT.get(run.stop_reason or "", f"The turn stopped: {run.stop_reason}.")
-    return result
-
-
-def _refusal(event: Permission, session: Session | None, run_mode: str | None) -> str:
-    """Why the run stopped, and the command that runs the stopped call and goes on."""
-    mode = "accept-edits" if event.kind == "edit" else "auto" if _auto_would_run(event, session) else "full-auto"
-    stopped = f"Stopped: {event.title} ({event.kind}) needs permission, and there is no terminal to ask on."
-    resume = f"coder-agent run --resume {session.id}" if session is not None else "coder-agent run --continue"
-    if run_mode not in (None, "default"):
-        resume += f" --mode {run_mode}"  # the run's mode was for that run only: say it again
-    if event.allow_rules:
-        rules = " ".join(f"--allow '{rule}'" for rule in event.allow_rules)
-        return (
-            f"{stopped} To allow it and go on from there: `{resume} {rules}` (or --mode {mode} in place of "
-            "--allow); or run on a terminal to be asked."
-        )
-    how = "No rule can be suggested for it (it reaches outside the workspace, or the command could not be checked): "
-    how += f"add an exact rule to your config and run `{resume}` to go on, or run on a terminal to be asked."
-    return f"{stopped} {how}"
-
-
-def _auto_would_run(event: Permission, session: Session | None) -> bool:
-    """A command the auto mode would run: the session has a sandbox and was not already in auto."""
-    return session is not None and session.state.policy.sandboxed and session.state.policy.mode != "auto"
-
-
-def _pick_up(session: Session | None) -> str:
-    if session is None:
-        return ""
-    return f"The session is saved: `coder-agent run --resume {session.id} ...` (or --continue) picks it up."
-
-
 def _output(options: RunOptions, stdout: Stdout, console: Console) -> Output:
     if options.output == "json":
         return JsonOutput(stdout)
     if options.output == "stream-json":
         return StreamJsonOutput(stdout)
     markdown = stdout_console(stdout) if stdout.isatty() else None
-    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose)
+    structured = options.output_schema is not None
+    return TextOutput(stdout, console, markdown=markdown, verbose=options.verbose, structured=structured)

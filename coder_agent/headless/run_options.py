@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from coder_agent.headless.mcp_config import McpConfigError, load_mcp_config, merged
+from coder_agent.headless.output_schema import OutputSchema
 from coder_agent.headless.piped_input import PipedInput, read_piped
 from coder_agent.permissions import DEFAULT_MODE, ModeName, Rule
 from coder_agent.protocol.schema import McpServer
@@ -44,6 +45,8 @@ class RunOptions:
     else read-only, or `default` when --allow rules are given)."""
     mode_chosen_for_ci: bool
     """The mode is `auto` because the run is in CI (`CI` set): where the sandbox does not work, read-only instead."""
+    mode_given: bool
+    """--mode was given (else the run says once at its start which mode it chose, and how to choose)."""
     allow: tuple[Rule, ...]
     deny: tuple[Rule, ...]
     model: str | None
@@ -65,16 +68,26 @@ class RunOptions:
     """What came on stdin next to a prompt argument (added to the prompt), or how the wait for it ended."""
     append_system_prompt: str | None = None
     """--append-system-prompt: instructions added after the agent's own, stored with the session."""
+    output_schema: OutputSchema | None = None
+    """--output-schema: the final answer must be JSON valid against it (the model is told after the prompt)."""
     rewind: int | None = None
     """--rewind N: go back to before the Nth-last prompt of the resumed session first."""
 
-    def prompt_text(self) -> str | None:
-        """The prompt as the model gets it: with the piped input after it, in a fence."""
+    def prompt_texts(self) -> list[str] | None:
+        """The prompt as the model gets it, a text block each: the prompt, then the piped input in a fence (the
+        session is titled after the first alone)."""
         if self.prompt is None or self.piped is None or self.piped.empty:
-            return self.prompt
+            return None if self.prompt is None else [self.prompt]
         from coder_agent.tools.file_view import fenced
 
-        return f"{self.prompt}\n\nInput piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"
+        return [self.prompt, f"Input piped to the command (stdin):\n{fenced(self.piped.text.strip(chr(10)))}"]
+
+    def prompt_blocks(self) -> list[str] | None:
+        """The prompt's text blocks with what the run asks of the answer after them (`--output-schema`)."""
+        texts = self.prompt_texts()
+        if texts is None or self.output_schema is None:
+            return texts
+        return [*texts, self.output_schema.instruction()]
 
     def piped_summary(self) -> dict[str, Any] | None:
         """What became of piped input, for the output: its size and whether it was cut, or that none came."""
@@ -116,6 +129,7 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         cwd_given=args.cwd is not None,
         mode=mode,
         mode_chosen_for_ci=in_ci,
+        mode_given=args.mode is not None,
         allow=_rules("--allow", args.allow),
         deny=_rules("--deny", args.deny),
         model=getattr(args, "model", None),
@@ -129,8 +143,20 @@ def run_options(args: argparse.Namespace, stdin: BinaryIO, *, stdin_tty: bool, s
         add_dirs=add_dirs,
         mcp_servers=tuple(mcp_servers),
         append_system_prompt=_instructions(getattr(args, "append_system_prompt", None)),
+        output_schema=_output_schema(getattr(args, "output_schema", None)),
         rewind=_rewind(getattr(args, "rewind", None), args.continue_latest or resume is not None),
     )
+
+
+def _output_schema(path: Path | None) -> OutputSchema | None:
+    if path is None:
+        return None
+    from coder_agent.headless.output_schema import SchemaProblem, load
+
+    try:
+        return load(path.expanduser())
+    except SchemaProblem as exc:
+        raise UsageError(f"--output-schema {exc}") from None
 
 
 def _rewind(count: int | None, resumed: bool) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
@@ -24,7 +25,7 @@ from coder_agent.headless.render import content_lines, inline_code, texts
 from coder_agent.headless.terminal_input import discard_typed_ahead, read_line
 from coder_agent.permissions import ALLOWING, Choice, ChoiceKind, kind_of
 from coder_agent.protocol.schema import ToolCallUpdate
-from coder_agent.session.bridge import NoOneToAsk
+from coder_agent.session.bridge import NoOneToAsk, leaves_sandbox
 from coder_agent.visible import visible
 
 COMMAND = re.compile(r"`{3,}sh\n")
@@ -54,14 +55,15 @@ class TerminalPermissions:
         if self.console is None and any(choice.id for choice in choices):
             raise NoOneToAsk  # a question with options of its own (a plan to approve), not a permission: not refused
         if self.console is None:
-            event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules)
+            event = Permission(call.tool_call_id, title, kind, "refused", "nobody", allow_rules, leaves_sandbox(call))
             self.refused.append(event)
             self.output.permission(event)
             raise NoOneToAsk  # the turn stops at the call, which runs once allowed: the model does not give up on it
         self.output.pause()
         answer = await self._ask(self.console, call, choices)
         allowed = kind_of(choices, answer) in ALLOWING
-        event = Permission(call.tool_call_id, title, kind, "allowed" if allowed else "refused", "terminal", allow_rules)
+        decision: Literal["allowed", "refused"] = "allowed" if allowed else "refused"
+        event = Permission(call.tool_call_id, title, kind, decision, "terminal", allow_rules, leaves_sandbox(call))
         self.output.permission(event)
         return answer
 

@@ -144,6 +144,10 @@ class Model(Protocol):
         """How many input tokens the model takes."""
         ...
 
+    async def context_window_known(self) -> bool:
+        """Whether `context_window` is known (set in the config, or in litellm's model map) rather than guessed."""
+        ...
+
     async def accepts_images(self) -> bool | None:
         """Whether the model takes images; None when unknown (then the provider decides)."""
         ...

@@ -170,6 +170,14 @@ class LitellmModel:
         info = model_info(await load_litellm(), self.settings.model) or {}
         return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
 
+    async def context_window_known(self) -> bool:
+        """Whether the window comes from the config or litellm's model map (else `DEFAULT_CONTEXT_WINDOW` is a
+        guess)."""
+        if self.settings.context_window:
+            return True
+        info = model_info(await load_litellm(), self.settings.model) or {}
+        return bool(info.get("max_input_tokens") or info.get("max_tokens"))
+
     async def accepts_images(self) -> bool | None:
         """True or False when litellm knows the model; None when it does not (then the provider decides)."""
         info = model_info(await load_litellm(), self.settings.model)

@@ -138,6 +138,9 @@ class ScriptedModel:
     async def context_window(self) -> int:
         return self.window
 
+    async def context_window_known(self) -> bool:
+        return True
+
     async def accepts_images(self) -> bool | None:
         return self.images
 

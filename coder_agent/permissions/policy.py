@@ -44,8 +44,10 @@ Decision = Literal["allow", "ask", "deny"]
 QUIET_KINDS = frozenset({"read", "search", "think"})
 READ_ONLY_KINDS = QUIET_KINDS | {"fetch"}
 CHANGE_KINDS = frozenset({"edit", "delete", "move"})
+SWITCH_THE_MODE = "switch the mode to allow changes and commands"
+"""How a user lets what read-only refuses run (a run without an editor says it with its flags: `mode_hint`)."""
 NO_CHANGE_REASONS: dict[str, str] = {
-    "read-only": "the session is in read-only mode; switch the mode to allow changes and commands",
+    "read-only": "the session is in read-only mode; {switch}",
     "plan": "the session is in plan mode: nothing is changed and no command runs until the user approves the plan "
     "(propose it with propose_plan)",
 }
@@ -81,7 +83,7 @@ class Verdict:
     reason: str
     """Why, in words the user and the model can read."""
     by_mode: bool = False
-    """It asks only because the mode says so (nothing about the call itself needs pointing out)."""
+    """It asks (or is refused) only because the mode says so (nothing about the call itself needs pointing out)."""
 
 
 @dataclass
@@ -97,12 +99,14 @@ class PermissionPolicy:
     session_deny: list[Rule] = field(default_factory=list)
     sandboxed: bool = False
     """The session's commands can run inside a sandbox (which `auto` needs)."""
+    mode_hint: str = SWITCH_THE_MODE
+    """How the user switches to a mode that allows what read-only refuses (a command line names its flag)."""
 
     def decide(self, action: Action) -> Verdict:
         if (rule := self._denying_rule(action)) is not None:
             return Verdict("deny", f"denied by the rule `{rule}`")
         if self.mode in NO_CHANGE_MODES and action.kind not in READ_ONLY_KINDS:
-            return Verdict("deny", NO_CHANGE_REASONS[self.mode])
+            return Verdict("deny", NO_CHANGE_REASONS[self.mode].format(switch=self.mode_hint), by_mode=True)
         if (reason := self._beyond_the_workspace(action) or self._protected(action)) is not None:
             return Verdict("ask", reason)
         if action.outside_because is not None and self.mode != "full-auto":
@@ -236,7 +240,12 @@ class PermissionPolicy:
             [*self.session_allow, *allow],
             [*self.session_deny, *deny],
             self.sandboxed,
+            self.mode_hint,
         )
+
+    def set_mode_hint(self, hint: str) -> None:
+        """Say how the user switches the mode in read-only's refusals (a command line: its `--mode` flag)."""
+        self.mode_hint = hint
 
     def add_rules(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
         """More rules with the config's standing (`coder-agent run --allow/--deny`)."""

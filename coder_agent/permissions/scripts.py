@@ -284,7 +284,8 @@ def _sqlite_input(text: str, index: int, found: Findings) -> None:
         return
     command, arguments = parts[0].lower(), parts[1:]
     if command in ("shell", "system"):
-        found.run(index, " ".join(arguments))
+        # sqlite3 joins the words back for system(3), double-quoting each that holds a space: what the shell reads
+        found.run(index, " ".join(f'"{word}"' if " " in word else word for word in arguments))
     elif command in ("once", "output", "excel", "log", "save", "backup", "open", "read", "import", "load", "cd"):
         _sqlite_file_command(command, arguments, index, found)
     elif command not in _SAFE_DOT:

@@ -1,4 +1,5 @@
-"""The ACP wire vocabulary: pydantic models of what crosses the wire (`base`, `content`, `schema`).
+"""The ACP wire vocabulary: pydantic models of what crosses the wire (`base`, `content`, and by area
+`initialize`, `sessions`, `updates`, `client_calls`, all imported from `schema`).
 
 This package imports nothing else of coder-agent; every layer may use it. Importing the package itself
 is free (no pydantic): `initialize` is answered from `PROTOCOL_VERSION` before the models load.

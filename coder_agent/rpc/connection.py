@@ -2,7 +2,8 @@
 
 The connection owns: framing (one JSON object per line), request ids and the correlation of the peer's
 responses with our requests, one task per incoming request (so requests run concurrently), the peer's
-`$/cancel_request`, timeouts on our own requests, and THE mapping from exceptions to wire errors:
+`$/cancel_request`, timeouts on our own requests (a late answer to one we cancelled is expected, and logged at
+debug only), and THE mapping from exceptions to wire errors:
 `RpcError` keeps its code, a pydantic `ValidationError` becomes -32602 naming the bad fields (never their
 values), anything else becomes -32603 with the traceback in the log only. Text is made safe where it enters:
 a lone UTF-16 surrogate (`\ud800`, which no UTF-8 encoder accepts) becomes U+FFFD, and a message nested
@@ -49,6 +50,8 @@ RequestId = int | str | None
 CANCEL_REQUEST = "$/cancel_request"
 DEFAULT_REQUEST_TIMEOUT = 60.0
 _LOG_FRAME_CHARS = 2000
+CANCELLED_IDS_KEPT = 1000
+"""How many of our requests cancelled or timed out are remembered, so the peer's late answer is expected."""
 MAX_DEPTH = 128
 """How deeply a message's JSON may nest; ACP's deepest objects are a handful of levels."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -152,6 +155,7 @@ class Connection:
         self._write_lock = anyio.Lock()
         self._ids = itertools.count(1)
         self._outgoing: dict[int, _Outgoing] = {}
+        self._given_up: dict[int, None] = {}  # our requests cancelled or timed out, oldest first (bounded)
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
         self._task_group: TaskGroup | None = None
         self._drained: anyio.Event | None = None  # set when the last running request ends, at shutdown
@@ -223,6 +227,9 @@ class Connection:
             await self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _cancel_outgoing(self, request_id: int) -> None:
+        self._given_up[request_id] = None
+        if len(self._given_up) > CANCELLED_IDS_KEPT:
+            del self._given_up[next(iter(self._given_up))]
         if self._outgoing.pop(request_id, None) is not None and not self._closed:
             with anyio.move_on_after(1):
                 await self.notify(CANCEL_REQUEST, {"requestId": request_id})
@@ -315,7 +322,12 @@ class Connection:
         request_id = message.get("id")
         pending = self._outgoing.get(request_id) if isinstance(request_id, int) else None
         if pending is None:
-            log.warning("ignoring a response to unknown request id %r", request_id)
+            if isinstance(request_id, int) and request_id in self._given_up:
+                del self._given_up[request_id]
+                # a peer that follows the spec still answers a request we cancelled: expected, not a problem
+                log.debug("ignoring the late answer to request %r, which was cancelled", request_id)
+            else:
+                log.warning("ignoring a response to unknown request id %r", request_id)
             return
         error = message.get("error")
         if error is not None:

@@ -1,11 +1,12 @@
 """The sandbox: walls the operating system enforces around every command the agent runs (README, *The sandbox*).
 
 Two halves. What runs in the command's own process before it becomes the command — `enter` (the launcher, and the
-fork server with `--serve`), `forkserver`, `linux`, `landlock`, `seccomp`, `forwarder`, `spec` — uses the standard
-library only and is started as `python -I -S`, so it imports nothing from site-packages (an import-linter contract
-holds it). What runs in the agent — `probe`, `settings`, `walls`, `command`, `proxy`, `spawner`, `cgroups`,
-`seatbelt`, `declaration` — decides the walls, keeps a session's private folder, proxy and fork server, and tells
-the editor what holds.
+fork server with `--serve`), `forkserver`, `linux`, `landlock`, `seccomp`, `forwarder`, `supervisor` (a command's
+processes kept together), `spec` — uses the standard library only and is started as `python -I -S`, so it imports
+nothing from site-packages (an import-linter contract holds it). What runs in the agent — `probe`, `settings`,
+`walls`, `command`, `proxy` (with `interfaces` and `client_hello`), `spawner`, `cgroups`, `seatbelt`,
+`declaration` — decides the walls, keeps a session's private folder, proxy and fork server, and tells the editor
+what holds.
 
 Why our own Landlock and seccomp calls rather than a binding: the launcher starts for every command in the
 editor's terminal, where an import counts. `landlockpy` (every ABI) and `landlock` (file system only, a development

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.cgroups import can_limit_memory
 
 
 def declared(user_config: Path) -> dict[str, Any]:
@@ -32,6 +33,19 @@ def declared(user_config: Path) -> dict[str, Any]:
     details: dict[str, Any] = {"kind": support.kind, "appliesTo": "commands", "unsandboxedModes": ["full-auto"]}
     if support.kind == "landlock":
         details["landlockAbi"] = support.landlock_abi
+        details["processes"] = {
+            "pidNamespacePerCommand": True,
+            "signalsContained": True,  # outside pids do not exist in the namespace, whatever the Landlock ABI
+            "leftoversEndWithCommand": True,
+            "memoryLimit": can_limit_memory(),
+            "fileLeases": "refused",
+            "advisoryLocksOnReadableFilesOutside": "held while the command runs",
+            "coreDumps": "none",
+            "inheritedDescriptors": "closed",
+        }
+        details["unsandboxedLeftovers"] = "ended by a subreaper supervisor, unless started through a service outside"
+    else:
+        details["processes"] = {"signalsContained": True, "leftoversEndWithCommand": "its process group only"}
     return {
         "mode": "custom",
         "guarantees": {"fsIsolation": "workspace", "netIsolation": network, "processCaps": True},

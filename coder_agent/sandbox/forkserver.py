@@ -1,17 +1,21 @@
 """The fork server: one small process per agent that starts sandboxed commands by forking itself, so a command pays
 for no interpreter start (the launcher's ~8 ms of Python before any wall goes up).
 
-`python -I -S enter.py --serve FD` runs `serve(FD)`: single-threaded, standard library only, its modules loaded
-once. On the UNIX socket FD it reads requests (a 4-byte length, then JSON: `argv`, `cwd`, `env`, with three file
-descriptors attached for stdin, stdout and stderr). For each it forks; the child starts a new session, takes the
-three descriptors, restores the signals Python ignores (SIGPIPE, SIGXFSZ), enters its folder, puts up the walls the
-environment's `CODER_AGENT_SANDBOX` describes (`linux.enter`, exactly as the launcher does) and execs — or writes the
-launcher's failure line to its stderr and exits 125. The server answers with the child's pid, reaps its children,
-and reports each exit (`{"exit": pid, "code": returncode}`). End of file on the socket (the agent is gone) ends it.
+`python -I -S enter.py --serve FD [--cgroup DIR]...` runs `serve`: single-threaded, standard library only, its
+modules loaded once, in the session's cgroup (so its children are born there). On the UNIX socket FD it reads
+requests (a 4-byte length, then JSON: `argv`, `cwd`, `env`, with three file descriptors attached for stdin, stdout
+and stderr). For each it forks; the child starts a new session, takes the three descriptors, enters its folder,
+puts up the walls the environment's `CODER_AGENT_SANDBOX` describes and runs the command inside them
+(`linux.enter`, exactly as the launcher does, the signals Python ignores restored for it) — or writes the launcher's
+failure line to its stderr and exits 125. The server answers with the child's pid, reaps its children, and reports
+each exit (`{"exit": pid, "code": returncode}`). End of file on the socket (the agent is gone) ends it, and every
+command it started with it: each child dies with its parent (PR_SET_PDEATHSIG, set in `linux.enter`), and all that
+child's command started with the child (`sandbox/supervisor.py`).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -32,9 +36,13 @@ WARM_FAMILIES = (
 HEADER = struct.Struct("!I")
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, cgroups: list[str]) -> None:
+    """Serve the agent on the socket `fd`; in the session's `cgroups` (its children are born there, so none pays
+    for joining them: a move between cgroups costs milliseconds)."""
+    linux.join_cgroups(cgroups)
     for families in WARM_FAMILIES:  # built once here, so no child builds it
         seccomp.filter_program(os.uname().machine, families)
+    gc.freeze()  # what is loaded now stays out of the children's collections: less of it is copied on write
     channel = socket.socket(fileno=fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -102,16 +110,11 @@ def _child(request: dict[str, object], fds: list[int]) -> None:
         spec = env.pop(SPEC_VARIABLE, None)
         if spec is None:
             _fail(f"no walls were given ({SPEC_VARIABLE} is not set)")
-        linux.enter(decode(spec))
+        linux.enter(decode(spec), argv, env, die_with_parent=True)
     except linux.Failure as exc:
         _fail(str(exc))
     except (OSError, ValueError, KeyError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
-    try:
-        os.execvpe(argv[0], argv, env)
-    except OSError as exc:
-        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
-        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
 def _fail(message: str) -> NoReturn:

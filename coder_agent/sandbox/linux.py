@@ -17,8 +17,9 @@ Standard library only. In order, each step before the ones that would forbid it:
    any, is joined first, while /sys is still writable.
 3. **Limits**: file size; process count (RLIMIT_NPROC inside the user namespace, or the pids cgroup the agent
    made for the session); for root, the capabilities that reach past the walls leave the bounding set.
-4. **no_new_privs, Landlock** (reads everywhere but the denied paths and `/dev`, which gets a short list of safe
-   devices; writes to the writable places; no signals to and no abstract sockets of processes outside).
+4. **no_new_privs, Landlock** (reads everywhere but the denied paths, the home folder beyond what builds need
+   (`read`) and `/dev`, which gets a short list of safe devices; writes to the writable places; no signals to and
+   no abstract sockets of processes outside).
 5. **The proxy's forwarder** (network through the proxy, in a network namespace of the command's own): a child
    process, forked inside the Landlock domain, that listens on the namespace's 127.0.0.1 and carries each
    connection to the agent's proxy over its UNIX socket.
@@ -34,17 +35,22 @@ import os
 import resource
 import struct
 
-from coder_agent.sandbox import landlock, seccomp
+from coder_agent.sandbox import landlock, seccomp, supervisor
 from coder_agent.sandbox.spec import Spec
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name the same way)
+if TYPE_CHECKING:  # typing costs the launcher's start ~10 ms
+    from typing import NoReturn
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
 MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
 ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1  # the same on every architecture
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_PDEATHSIG = 38, 24, 22, 1
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 SECCOMP_MODE_FILTER = 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NPROC = 1, 4, 6
@@ -69,6 +75,7 @@ ROOT_CAPABILITIES_DROPPED = (
     25,  # SYS_TIME
     26,  # SYS_TTY_CONFIG
     27,  # MKNOD
+    28,  # LEASE (a lease on a file outside holds its writers back; seccomp refuses leases too)
     29,  # AUDIT_WRITE
     30,  # AUDIT_CONTROL
     31,  # SETFCAP
@@ -113,44 +120,66 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def enter(spec: Spec) -> None:
-    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) around this process."""
+def enter(spec: Spec, argv: list[str], env: dict[str, str], *, die_with_parent: bool = False) -> NoReturn:
+    """Put up the walls `spec` describes (see `sandbox.walls.Walls.spec`) and run `argv` with `env` inside them, in
+    a PID namespace of its own whose init is ours: this process waits for it and ends as the command ends
+    (`supervisor`). With `die_with_parent` (the fork server's children: their single-threaded parent), everything
+    ends when this process's parent does. `Failure` (nothing run) if a wall cannot go up.
+
+    The work is done before the namespace's init is forked, in this process, wherever the result is inherited (the
+    mount namespace, limits, capabilities, no_new_privs, the Landlock rules, the seccomp program): what a fork
+    copies is paid again for each page either side then touches, so the init does little (its /proc, Landlock's
+    restriction, the seccomp filter) and starts the command with `posix_spawn`, which copies nothing."""
     abi = landlock.abi_version()
     if abi < landlock.MIN_ABI:
         raise Failure(f"the kernel's Landlock ABI is {abi}; the sandbox needs {landlock.MIN_ABI} or newer")
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
+    resource.setrlimit(RLIMIT_CORE, (1, 1))  # a limit of 1 makes the kernel refuse a piped core_pattern helper too
+    if die_with_parent:
+        parent = os.getppid()
+        _prctl(PR_SET_PDEATHSIG, 9)
+        if os.getppid() != parent:
+            raise Failure("the process that started the command is gone")
     shared = spec.get("network", ())
     if shared:
         _join_network(shared[0])
         _unshare_rest()
     else:
-        _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
-    _join_cgroup(spec)  # before /sys goes read-only
+        _namespaces(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID)
+    join_cgroups(spec.get("cgroup", []))  # before /sys goes read-only; the waiter too, so all of the command counts
     private_pts = _mounts(spec)
     if not shared:
         _loopback_up()
     _limits(spec)
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _landlock(spec, abi, private_pts)
+    ruleset = _landlock(spec, abi, private_pts)
     families = {seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK}  # in the private network namespace
-    for proxy_socket in () if shared else spec.get("proxy", ()):
-        _start_forwarder(proxy_socket, arch, frozenset(families | {seccomp.AF_UNIX}))
+    forwarded = frozenset(families | {seccomp.AF_UNIX})
     if spec.get("unix_sockets") == ["yes"]:
         families.add(seccomp.AF_UNIX)
-    _install_seccomp(seccomp.filter_program(arch, frozenset(families)))
+    program = seccomp.filter_program(arch, frozenset(families))
+    path = supervisor.find_program(argv[0], env)
+    report = supervisor.split()  # from here on, in the namespace's init (pid 1)
+    if _private_proc():
+        ruleset.allow("/proc", landlock.READ)  # the new mount: the rule made before it was for the machine's
+    ruleset.restrict()
+    for proxy_socket in () if shared else spec.get("proxy", ()):
+        _start_forwarder(proxy_socket, arch, forwarded)
+    _install_seccomp(program)
+    supervisor.run_command(report, path, argv, env)
 
 
-def hold_network(proxy_socket: str | None, cgroup: str | None) -> tuple[int, int | None]:
-    """Become a session's network (`enter.py --network`): the session's pids cgroup joined (its forwarder's threads
+def hold_network(proxy_socket: str | None, cgroups: list[str]) -> tuple[int, int | None]:
+    """Become a session's network (`enter.py --network`): the session's cgroup joined (its forwarder's threads
     count there), a network namespace of its own (in a user namespace of its own when not root) with its loopback
     up and, with `proxy_socket`, the proxy's forwarder listening in it; then no capabilities, no_new_privs and a
     seccomp filter. The namespace's cookie (never reused while the machine runs) and the forwarder's pid."""
     arch = os.uname().machine
     if arch not in seccomp.AUDIT_ARCH:
         raise Failure(f"no seccomp filter for the {arch} architecture")
-    _join_cgroup({"cgroup": [cgroup]} if cgroup else {})
+    join_cgroups(cgroups)
     _namespaces(CLONE_NEWNET)
     _loopback_up()
     cookie = _netns_cookie()
@@ -226,9 +255,10 @@ def _drop_capabilities() -> None:
 
 
 def _unshare_rest() -> None:
-    """The mount, UTS and IPC namespaces of the command's own, inside the session's user namespace if it joined one
-    (where it has the rights to make them)."""
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC), "creating the namespaces (unshare)")
+    """The mount, UTS, IPC and PID namespaces of the command's own, inside the session's user namespace if it joined
+    one (where it has the rights to make them)."""
+    flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID
+    _check(_libc.unshare(flags), "creating the namespaces (unshare)")
 
 
 def _namespaces(flags: int) -> None:
@@ -319,6 +349,18 @@ def _private_devices() -> bool:
     return True
 
 
+def _private_proc() -> bool:
+    """A /proc of the command's PID namespace (read-only, as the rest): processes outside are not there to see; made
+    by the namespace's init (a /proc shows the namespace of who mounts it). Where the kernel refuses it (a /proc with
+    parts masked, as in some containers) the machine's stays, read-only, and False: the namespace still keeps outside
+    processes out of reach, since their pids mean nothing inside."""
+    try:
+        _mount("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "proc")
+    except Failure:
+        return False
+    return True
+
+
 def _locked_flags(path: str) -> int:
     """The mount's flags a remount must keep (in a user namespace they are locked)."""
     have = os.statvfs(path).f_flag
@@ -378,27 +420,59 @@ def _start_forwarder(socket_path: str, arch: str, families: frozenset[int], *, k
 def _limits(spec: Spec) -> None:
     for value in spec.get("max_file_bytes", ()):
         resource.setrlimit(RLIMIT_FSIZE, (int(value), int(value)))
-    resource.setrlimit(RLIMIT_CORE, (0, 0))  # a core dump could be piped to a helper outside the walls
     if not spec.get("cgroup") and os.getuid() != 0:
         for value in spec.get("max_processes", ()):
             resource.setrlimit(RLIMIT_NPROC, (int(value), int(value)))
     if os.getuid() == 0:
         for cap in ROOT_CAPABILITIES_DROPPED:
             _prctl(PR_CAPBSET_DROP, cap)  # an unknown capability (an older kernel) is skipped
+    _clear_inherited_capabilities()
 
 
-def _join_cgroup(spec: Spec) -> None:
-    for cgroup in spec.get("cgroup", ()):
+def _clear_inherited_capabilities() -> None:
+    """No inheritable and no ambient capabilities: what `exec` could carry over past the bounding set (root's
+    inheritable set counts in full for any program it runs; an ambient one for any program at all)."""
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)  # refused only below Linux 4.3, where there is none
+    header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(24)
+    _check(_libc.capget(header, data), "reading the capabilities")
+    words = list(struct.unpack("=6I", data.raw))  # (effective, permitted, inheritable) twice: the low, the high 32
+    words[2] = words[5] = 0
+    _check(_libc.capset(header, ctypes.create_string_buffer(struct.pack("=6I", *words), 24)), "clearing capabilities")
+
+
+def join_cgroups(folders: list[str]) -> None:
+    """Join the session's cgroups, but those this process is in already (born in them: the fork server's children),
+    since a move, even to where it is, costs the kernel milliseconds."""
+    if not folders:
+        return
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        lines = []
+    member = set()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            member.add(os.path.normpath(os.path.join("/sys/fs/cgroup", controller, path.lstrip("/"))))
+    for folder in folders:
+        if os.path.normpath(folder) in member:
+            continue
         try:
-            _write(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
+            _write(os.path.join(folder, "cgroup.procs"), str(os.getpid()))
         except OSError as exc:
-            raise Failure(f"joining the command's pids cgroup failed: {exc.strerror}") from None
+            raise Failure(f"joining the session's cgroup failed: {exc.strerror}") from None
 
 
-def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:
+def _landlock(spec: Spec, abi: int, private_pts: bool) -> landlock.Ruleset:
+    """The Landlock rules, made (the init applies them)."""
     ruleset = landlock.Ruleset(abi, net=False)
     denied = [os.path.normpath(p) for p in spec.get("deny", ())]
-    landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, "/dev"])
+    home = [os.path.normpath(p) for p in spec.get("home", ())]
+    landlock.grant_tree(ruleset, "/", landlock.READ, [*denied, *home, "/dev"])
+    for path in spec.get("read", ()):  # what builds need of the home folder, but for what is denied inside it
+        landlock.grant_tree(ruleset, os.path.normpath(path), landlock.READ, denied)
     device_rights = landlock.READ | landlock.WRITE_FILE | landlock.IOCTL_DEV
     for device in (*DEVICES_READ_WRITE, *(("/dev/pts",) if private_pts else ())):
         ruleset.allow(device, device_rights | (landlock.WRITE if device == "/dev/shm" else 0))
@@ -411,7 +485,7 @@ def _landlock(spec: Spec, abi: int, private_pts: bool) -> None:
             ruleset.allow(os.ttyname(fd), device_rights)
         except OSError:
             pass
-    ruleset.restrict()
+    return ruleset
 
 
 def _install_seccomp(program: bytes) -> None:

@@ -28,7 +28,6 @@ from anyio.abc import Process
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox.probe import launcher_argv
 from coder_agent.sandbox.spec import FAILURE_MARK
-from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +40,10 @@ RETRY_AFTER = 30.0
 class SessionNetwork:
     """A session's network namespace and the process that holds it (see the module docstring)."""
 
-    def __init__(self, proxy_socket: Path | None, cgroup: Path | None) -> None:
+    def __init__(self, proxy_socket: Path | None, cgroups: tuple[Path, ...] = ()) -> None:
         self.proxy_socket = proxy_socket
-        self.cgroup = cgroup
-        """The session's pids cgroup (a root agent), which the holder joins: its forwarder's threads count there."""
+        self.cgroups = cgroups
+        """The session's cgroup folders (`sandbox/cgroups.py`), which the holder joins: its forwarder counts there."""
         self.problem: str | None = None
         """Why the session's commands do not share a network (None: they do, or have not needed it yet)."""
         self._failed_at = 0.0
@@ -80,9 +79,9 @@ class SessionNetwork:
     async def _start(self) -> tuple[Process, str]:
         argv = [*launcher_argv(), "--network"]
         argv += ["--proxy", str(self.proxy_socket)] if self.proxy_socket is not None else []
-        argv += ["--cgroup", str(self.cgroup)] if self.cgroup is not None else []
+        argv += [part for folder in self.cgroups for part in ("--cgroup", str(folder))]
         try:
-            holder = await spawn_group(argv, env=child_environ(), stderr=None)
+            holder = await spawn_group(argv, stderr=None)  # the scrubbed environment
         except OSError as exc:
             raise _Unavailable(f"its holder did not start: {exc.strerror or exc}") from None
         try:

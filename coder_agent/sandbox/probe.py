@@ -12,9 +12,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from coder_agent.process import child_env, run_sync
 from coder_agent.sandbox import spec as spec_codec
 
 ENTER = Path(__file__).with_name("enter.py")
@@ -42,12 +44,10 @@ class Support:
             return ["Seatbelt profile through sandbox-exec"]
         if self.kind != "landlock":
             return []
-        facts = [f"Landlock ABI {self.landlock_abi}, seccomp, private mount and network namespaces"]
-        if self.landlock_abi >= 6:
-            facts.append("no signals to or ptrace of processes outside")
-        else:
-            facts.append("no ptrace of processes outside; signals are not contained (Landlock ABI below 6)")
-        return facts
+        return [
+            f"Landlock ABI {self.landlock_abi}, seccomp, private mount, network and PID namespaces",
+            "no signals to, ptrace of or sight of processes outside; what a command leaves running ends with it",
+        ]
 
 
 _checked: Support | None = None
@@ -91,21 +91,24 @@ def launcher_argv() -> list[str]:
     return [sys.executable, "-I", "-S", str(ENTER)]
 
 
+def held_together(argv: Sequence[str], *, agent_is_parent: bool) -> list[str]:
+    """The command line that runs `argv` with the user's rights (no walls) and ends what it leaves running when it
+    ends (`sandbox/supervisor.py`: a child subreaper, on Linux; elsewhere `argv` as it is). `agent_is_parent`: the
+    agent starts it from its event loop (not the editor's terminal), so it may also end when the agent does."""
+    if sys.platform != "linux":
+        return list(argv)
+    own = ["--own", "--die-with-parent"] if agent_is_parent else ["--own"]
+    return [*launcher_argv(), *own, "--", *argv]
+
+
 def _run_probe(support: Support) -> Support:
     from coder_agent.sandbox.spec import FAILURE_MARK, SPEC_VARIABLE
 
     with tempfile.TemporaryDirectory(prefix="coder-agent-probe-") as folder:
-        env = {**os.environ, SPEC_VARIABLE: spec_codec.encode({"write": [folder]})}
+        env = child_env({SPEC_VARIABLE: spec_codec.encode({"write": [folder]})})
         try:
-            done = subprocess.run(
-                [*launcher_argv(), "--", "/bin/sh", "-c", "exit 0"],
-                env=env,
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
+            argv = [*launcher_argv(), "--", "/bin/sh", "-c", "exit 0"]
+            done = run_sync(argv, env=env, cwd=folder, timeout=PROBE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Support("none", f"the sandbox's launcher did not run: {exc}", support.landlock_abi)
     if done.returncode == 0:

@@ -1,11 +1,16 @@
 """The walls on macOS: a Seatbelt profile, run through `/usr/bin/sandbox-exec -p PROFILE -D NAME=PATH… -- COMMAND`.
 
 The profile denies by default and allows what a build needs (processes, reading, the usual devices, system
-lookups), reads everywhere but the kept-out paths, writes beneath the writable places but not the protected ones, no
-network but 127.0.0.1 (the proxy's port only, when the network goes through the proxy; any local port otherwise,
-since macOS has no private network namespace), no UNIX sockets outside the walls unless allowed, and signals only
-within the sandbox. Every path enters as a parameter (`-D`), never spliced into the profile's text, so no path can
-change the profile. This module only builds the command line: it is unit-tested here and runs only on macOS.
+lookups); reads everywhere but the kept-out paths and the contents of the home folder beyond what builds need (its
+names and file attributes stay visible, so paths through it resolve); writes beneath the writable places (which are
+read too, even inside a kept-out folder: a session's own temp folder and cache) but not the protected ones, nor the
+pinned git folders themselves (which cannot be renamed away or removed); a kept-out path inside a writable place
+stays out. No network but 127.0.0.1 (when the network goes through the proxy, only the port the agent's proxy
+listens on, which the agent holds for the session, so nothing else can own it; any local port otherwise, since
+macOS has no private network namespace), no UNIX sockets outside the walls unless allowed, and signals only within
+the sandbox. Rules later in the profile win over earlier ones. Every path enters as a parameter (`-D`), never
+spliced into the profile's text, so no path can change the profile. This module only builds the command line: it
+is unit-tested here and runs only on macOS.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from collections.abc import Sequence
 from coder_agent.sandbox.spec import Spec
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-PROXY_PORT = 3128
 
 BASE = """(version 1)
 (deny default)
@@ -42,8 +46,10 @@ BASE = """(version 1)
 """
 
 
-def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
-    """The profile text and its parameters for walls given as the launcher's spec."""
+def profile(spec: Spec, *, proxy: bool, proxy_port: int | None = None) -> tuple[str, dict[str, str]]:
+    """The profile text and its parameters for walls given as the launcher's spec. With `proxy` (the network goes
+    through the agent's proxy), the one port reachable is `proxy_port`, where the proxy listens on 127.0.0.1; without
+    a port, no network at all (fail closed)."""
     params: dict[str, str] = {}
 
     def param(kind: str, values: Sequence[str]) -> list[str]:
@@ -55,19 +61,32 @@ def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
         return names
 
     lines = [BASE, "(allow file-read*)"]
-    denied = param("DENY", spec.get("deny", ()))
+    home = param("HOME", spec.get("home", ()))
+    if home:
+        lines.append(_rule("deny", "file-read-data", home))
+    readable = param("READ", spec.get("read", ()))
+    if readable:
+        lines.append(_rule("allow", "file-read*", readable))
+    denied_paths = list(spec.get("deny", ()))
+    denied = param("DENY", denied_paths)
     if denied:
         lines.append(_rule("deny", "file-read* file-write*", denied))
-    writable = param("WRITE", spec.get("write", ()))
+    write_paths = list(spec.get("write", ()))
+    writable = param("WRITE", write_paths)
     if writable:
-        lines.append(_rule("allow", "file-write*", writable))
+        lines.append(_rule("allow", "file-read* file-write*", writable))
     protected = param("PROTECT", spec.get("protect", ()))
     if protected:
         lines.append(_rule("deny", "file-write*", protected))
-    if denied:
-        lines.append(_rule("deny", "file-write*", denied))
+    pinned = param("PIN", spec.get("pin", ()))
+    if pinned:
+        lines.append(_rule("deny", "file-write*", pinned, kind="literal"))
+    inside = param("DENYIN", [d for d in denied_paths if any(_within(d, w) for w in write_paths)])
+    if inside:
+        lines.append(_rule("deny", "file-read* file-write*", inside))
     if proxy:
-        lines.append(f'(allow network-outbound (remote ip "localhost:{PROXY_PORT}"))')
+        if proxy_port is not None:
+            lines.append(f'(allow network-outbound (remote ip "localhost:{int(proxy_port)}"))')
     else:
         lines.append('(allow network-bind network-inbound (local ip "localhost:*"))')
         lines.append('(allow network-outbound (remote ip "localhost:*"))')
@@ -76,13 +95,17 @@ def profile(spec: Spec, *, proxy: bool) -> tuple[str, dict[str, str]]:
     return "\n".join(lines) + "\n", params
 
 
-def _rule(verdict: str, operations: str, names: list[str]) -> str:
-    filters = " ".join(f'(subpath (param "{name}"))' for name in names)
+def _rule(verdict: str, operations: str, names: list[str], *, kind: str = "subpath") -> str:
+    filters = " ".join(f'({kind} (param "{name}"))' for name in names)
     return f"({verdict} {operations} {filters})"
 
 
-def argv(spec: Spec, command: Sequence[str], *, proxy: bool) -> list[str]:
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def argv(spec: Spec, command: Sequence[str], *, proxy: bool, proxy_port: int | None = None) -> list[str]:
     """`sandbox-exec` with the profile and its parameters, then the command."""
-    text, params = profile(spec, proxy=proxy)
+    text, params = profile(spec, proxy=proxy, proxy_port=proxy_port)
     defines = [part for name, value in params.items() for part in ("-D", f"{name}={value}")]
     return [SANDBOX_EXEC, "-p", text, *defines, *command]

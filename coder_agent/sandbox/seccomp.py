@@ -15,7 +15,9 @@ site-packages), so no binding library is available there, and importing one woul
   daemon, an ssh or tmux server: each could run a command outside) nor to the network;
 - `ioctl` TIOCSTI and TIOCLINUX (pushing keystrokes into a terminal) fail;
 - the calls that change another process by pid (`prlimit64`, `setpriority`, `sched_setaffinity`, `ioprio_set`,
-  …) work only on the caller itself.
+  …) work only on the caller itself;
+- the core-size limit cannot be set (it stays at the launcher's 1 byte: no core dump, nor a piped crash handler
+  outside the walls), and no file lease can be taken (`fcntl F_SETLEASE`: it would hold outside writers back).
 
 `filter_program(arch, …)` returns the program as bytes (`struct sock_filter[]`); `linux.py` installs it.
 """
@@ -102,7 +104,6 @@ DENIED = (
     "chroot",
 )
 SELF_ONLY: dict[str, tuple[int, int | None]] = {
-    "prlimit64": (0, None),
     "sched_setaffinity": (0, None),
     "sched_setscheduler": (0, None),
     "sched_setparam": (0, None),
@@ -114,7 +115,15 @@ SELF_ONLY: dict[str, tuple[int, int | None]] = {
 }
 """Calls that act on another process by pid, where Landlock's scope (signals, ptrace) does not reach: allowed only
 on the caller itself (the argument at that index 0, and argument 0 not the value that widens it to the user's
-every process), so no limit, priority, CPU or I/O setting of a process outside changes."""
+every process), so no limit, priority, CPU or I/O setting of a process outside changes. `prlimit64` likewise (see
+`_build`), and it may not set RLIMIT_CORE either."""
+RLIMIT_CORE = 4
+"""Set to 1 by the launcher, the one value at which the kernel writes no core file and starts no piped core_pattern
+helper (which would run outside the walls, fed by the crashed process): `setrlimit` and `prlimit64` that would set
+it succeed and change nothing, so a build that turns core dumps off (`ulimit -c 0`) still runs."""
+F_SETLEASE = 1024
+"""`fcntl(fd, F_SETLEASE)`: a lease on a file (any file, for root) makes every other process that opens it wait for
+the holder; refused."""
 NOT_IMPLEMENTED = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register")
 """Refused with ENOSYS, as on a kernel without them: the C library falls back from `clone3` to `clone` (whose flags
 the filter can read), libuv and others from io_uring to ordinary calls."""
@@ -122,6 +131,8 @@ the filter can read), libuv and others from io_uring to ordinary calls."""
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {
         "prlimit64": 302,
+        "setrlimit": 160,
+        "fcntl": 72,
         "sched_setaffinity": 203,
         "sched_setscheduler": 144,
         "sched_setparam": 142,
@@ -187,6 +198,8 @@ SYSCALLS: dict[str, dict[str, int]] = {
     },
     "aarch64": {
         "prlimit64": 261,
+        "setrlimit": 164,
+        "fcntl": 25,
         "sched_setaffinity": 122,
         "sched_setscheduler": 119,
         "sched_setparam": 118,
@@ -300,6 +313,9 @@ def _build(arch: str, allowed_families: frozenset[int]) -> bytes:
     emit(_JEQ_K, table["socket"], "socket", None)
     emit(_JEQ_K, table["ioctl"], "ioctl", None)
     emit(_JEQ_K, table["clone"], "clone", None)
+    emit(_JEQ_K, table["prlimit64"], "prlimit64", None)
+    emit(_JEQ_K, table["setrlimit"], "setrlimit", None)
+    emit(_JEQ_K, table["fcntl"], "fcntl", None)
     for name, (index, widening) in SELF_ONLY.items():
         emit(_JEQ_K, table[name], f"self{index}-{widening}", None)
     emit(_RET_K, RET_ALLOW)
@@ -316,6 +332,21 @@ def _build(arch: str, allowed_families: frozenset[int]) -> bytes:
     label("clone")
     emit(_LD_W_ABS, _arg_low(0))
     emit(_JSET_K, CLONE_NAMESPACES, "deny", "allow")
+    label("prlimit64")  # (pid, resource, new, old): the caller only; RLIMIT_CORE read, never set
+    emit(_LD_W_ABS, _arg_low(0))
+    emit(_JEQ_K, 0, None, "deny")
+    emit(_LD_W_ABS, _arg_low(1))
+    emit(_JEQ_K, RLIMIT_CORE, None, "allow")
+    emit(_LD_W_ABS, _arg_low(2))
+    emit(_JEQ_K, 0, None, "pretend")
+    emit(_LD_W_ABS, _arg_low(2) + 4)  # the pointer's high word
+    emit(_JEQ_K, 0, "allow", "pretend")
+    label("setrlimit")  # (resource, limits)
+    emit(_LD_W_ABS, _arg_low(0))
+    emit(_JEQ_K, RLIMIT_CORE, "pretend", "allow")
+    label("fcntl")  # (fd, command, argument)
+    emit(_LD_W_ABS, _arg_low(1))
+    emit(_JEQ_K, F_SETLEASE, "deny", "allow")
     for index, widening in sorted(set(SELF_ONLY.values()), key=str):  # the pid (or `who`) 0: the caller
         label(f"self{index}-{widening}")
         emit(_LD_W_ABS, _arg_low(index))
@@ -331,6 +362,8 @@ def _build(arch: str, allowed_families: frozenset[int]) -> bytes:
     emit(_RET_K, deny_errno)
     label("nosys")
     emit(_RET_K, RET_ERRNO | ENOSYS)
+    label("pretend")
+    emit(_RET_K, RET_ERRNO | 0)  # success, and nothing done
 
     out = bytearray()
     for index, (code, k, jt, jf) in enumerate(program):

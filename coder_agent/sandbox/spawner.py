@@ -28,8 +28,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteSendStream, Process, TaskGroup, UNIXSocketStream
 
-from coder_agent.process import owner_marked, spawn_group, stop_group, watch_group
-from coder_agent.secrets import child_environ
+from coder_agent.process import child_env, owner_marked, spawn_group, stop_group, watch_group
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +93,12 @@ class ServedProcess:
 class ForkServerSpawner:
     """Starts sandboxed commands through this agent's fork server."""
 
-    def __init__(self, tasks: TaskGroup) -> None:
+    def __init__(self, tasks: TaskGroup, cgroups: tuple[Path, ...] = (), enter: Path = ENTER) -> None:
         self._tasks = tasks
+        self._cgroups = cgroups
+        """The session's cgroup folders: the server joins them, so its children are born there."""
+        self._enter = enter
+        """The launcher that serves (another checkout's, for `bench/sandbox.py --baseline`)."""
         self._server: Process | None = None
         self._channel: UNIXSocketStream | None = None
         self._running: dict[int, ServedProcess] = {}
@@ -104,29 +107,32 @@ class ForkServerSpawner:
         self._lock = anyio.Lock()
 
     async def spawn(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], *, stdin: int | None = None, errors: bool = True
     ) -> ServedProcess:
-        """Start `argv` in `cwd` with exactly `env` (which carries the walls), reading `stdin` (None: /dev/null);
-        OSError if it could not start."""
+        """Start `argv` in `cwd` with exactly `env` (which carries the walls), reading `stdin` (None: /dev/null),
+        its stdout and (with `errors`; else /dev/null) its stderr on one pipe; OSError if it could not start."""
         async with self._lock:
             channel = await self._channel_ready()
             self._next_id += 1
             request_id = self._next_id
             read_fd, write_fd = os.pipe()
             devnull = os.open(os.devnull, os.O_RDONLY) if stdin is None else os.dup(stdin)
+            error_fd = write_fd if errors else os.open(os.devnull, os.O_WRONLY)
             try:
                 payload = json.dumps({"id": request_id, "argv": list(argv), "cwd": str(cwd), "env": owner_marked(env)})
                 data = payload.encode()
                 answered = anyio.Event()
                 box: list[int] = []
                 self._pending[request_id] = (answered, box)
-                await channel.send_fds(HEADER.pack(len(data)) + data, [devnull, write_fd, write_fd])
+                await channel.send_fds(HEADER.pack(len(data)) + data, [devnull, write_fd, error_fd])
             except BaseException:
                 os.close(read_fd)
                 raise
             finally:
                 os.close(write_fd)
                 os.close(devnull)
+                if error_fd != write_fd:
+                    os.close(error_fd)
         await answered.wait()
         if not box:
             os.close(read_fd)
@@ -136,14 +142,22 @@ class ForkServerSpawner:
         watch_group(process.pid)
         return process
 
+    @property
+    def server_pid(self) -> int | None:
+        """The fork server's pid, while it runs (benchmarks read its children's times)."""
+        return self._server.pid if self._server is not None and self._server.returncode is None else None
+
     async def _channel_ready(self) -> UNIXSocketStream:
         if self._channel is not None and self._server is not None and self._server.returncode is None:
             return self._channel
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._server = await spawn_group(
-                [sys.executable, "-I", "-S", str(ENTER), "--serve", str(theirs.fileno())],
-                env=child_environ(),  # no keys: unlike the agent it is dumpable, and each command gets its own env
+                [
+                    *(sys.executable, "-I", "-S", str(self._enter), "--serve", str(theirs.fileno())),
+                    *(part for folder in self._cgroups for part in ("--cgroup", str(folder))),
+                ],
+                env=child_env(),  # no secrets: unlike the agent it is dumpable, and each command gets its own env
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=None,

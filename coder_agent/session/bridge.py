@@ -22,6 +22,7 @@ from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.user_questions import Answer, Question
 
@@ -40,6 +41,17 @@ class BridgeError(CallFailed):
 class NoOneToAsk(Exception):
     """A permission question no one can answer (a run with no terminal): the turn stops at the call, which runs
     once the user allows it and the session goes on (`coder-agent run --continue --allow …`)."""
+
+
+LEAVES_SANDBOX_META = {"coder-agent": {"leavesSandbox": True}}
+"""The `_meta` of a permission request whose question is whether a command may run outside the sandbox: no rule
+lets one out (only the user, each time, or the full-auto mode), so a run that cannot ask says so."""
+
+
+def leaves_sandbox(call: ToolCallUpdate) -> bool:
+    """Whether a permission request asks to let a command run outside the sandbox (`LEAVES_SANDBOX_META`)."""
+    ours = (call.meta or {}).get("coder-agent")
+    return isinstance(ours, dict) and ours.get("leavesSandbox") is True
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ async def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[li
     """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
     top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
     argv = shell_argv(command)
-    return await sandbox.launch(argv) if sandbox is not None else (argv, {})
+    return await sandbox.launch(argv) if sandbox is not None else (held_together(argv, agent_is_parent=False), {})
 
 
 class ClientBridge(Protocol):

@@ -186,13 +186,35 @@ class Spending:
     cost: float = 0.0
     """USD, where the price is known (a session's is stored)."""
     input_tokens: int = 0
-    """Input tokens of the calls counted so far (not stored), those read from and written to the prompt cache
-    included; then those read from it, those written to it, and output tokens."""
+    """Input tokens of the calls counted so far (a session's are stored with its cost), those read from and written
+    to the prompt cache included; then those read from it, those written to it, and output tokens."""
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     """Model calls whose bill was counted."""
+
+    def stored(self) -> dict[str, int]:
+        """The tokens and requests as a session's record keeps them (`SessionRecord.tokens`)."""
+        return {
+            "input": self.input_tokens,
+            "cached": self.cached_tokens,
+            "cache_write": self.cache_write_tokens,
+            "output": self.output_tokens,
+            "requests": self.requests,
+        }
+
+    @classmethod
+    def restored(cls, cost: float, tokens: dict[str, int]) -> Spending:
+        """A session's spending as its record kept it."""
+        return cls(
+            cost=cost,
+            input_tokens=int(tokens.get("input", 0)),
+            cached_tokens=int(tokens.get("cached", 0)),
+            cache_write_tokens=int(tokens.get("cache_write", 0)),
+            output_tokens=int(tokens.get("output", 0)),
+            requests=int(tokens.get("requests", 0)),
+        )
 
     def add(self, cost: float | None, usage: Usage) -> None:
         if cost:

@@ -31,9 +31,11 @@ KEPT_ENDED = 20
 END_WAIT = 10.0
 """How long closing waits for a killed job to end before giving up on it."""
 TERMINAL_POLL = 0.05
+TERMINAL_POLL_MAX = 1.0
+"""A wait for a terminal job's output asks the editor for it after `TERMINAL_POLL`, then twice as long each time up to
+`TERMINAL_POLL_MAX` (ACP's terminals push nothing), and at once when the terminal exits (`terminal/wait_for_exit`)."""
 ANSWER_PAUSE = 0.2
 """A job whose output pauses this long after input has answered it (for now)."""
-"""How often a wait for a terminal job's output asks the editor for it (ACP's terminals push nothing)."""
 
 JobEnded = Callable[["Job"], Awaitable[None]]
 
@@ -276,15 +278,22 @@ class JobTable:
 
 
 async def _more_output(job: Job) -> None:
-    """Wait for more output: as it comes for a local job, by asking the editor again for a terminal's."""
+    """Wait for more output: as it comes for a local job; for a terminal's, by asking the editor again when a timer
+    that grows runs out or the terminal exits, whichever comes first. A job that ended with no more output waits on:
+    its callers race its end."""
     output = job.handle.output
     seen = output.total
     if job.terminal_id is None:
         await output.grown(seen)
         return
-    while output.total == seen:
-        await anyio.sleep(TERMINAL_POLL)
+    delay = TERMINAL_POLL
+    while output.total == seen and not job.ended.is_set():
+        with anyio.move_on_after(delay):
+            await job.ended.wait()  # set when the terminal's `terminal/wait_for_exit` answers
         await job.handle.refresh()
+        delay = min(delay * 2, TERMINAL_POLL_MAX)
+    if output.total == seen:
+        await anyio.sleep_forever()
 
 
 def _duration(seconds: float) -> str:

@@ -6,15 +6,18 @@ offer (no `fs` or no `terminal` capability). Files are read as UTF-8 only, a win
 (never the whole file for twenty lines of it), and writes replace the file atomically. Given the real place a
 path was checked at, reads and writes go there without following any symlink (`nofollow`). Commands run in
 their own process group (watched by the reaper, so they die with the agent), with the model keys left out
-of their environment; the group is killed on timeout or cancel. Background commands (jobs) are started the same
-way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is no one to ask, and the
-answer says so.
+of their environment; the group is killed on timeout or cancel, and what they leave running ends with them
+(inside the walls by their PID namespace, outside by a supervisor: `sandbox/supervisor.py`). Background commands
+(jobs) are started the same way (`session.local_job`). Questions go to a callable (`ask_user`); by default there is
+no one to ask, and the answer says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from coder_agent.permissions import Choice, chosen
 from coder_agent.process import PipedLeader, signal_group, spawn_group, stop_group
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.secrets import child_environ
 from coder_agent.session import user_questions
 from coder_agent.session.bridge import (
@@ -137,24 +141,37 @@ class LocalBridge:
     # ---- commands -----------------------------------------------------------------------------
 
     async def run_command(
-        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        show: ShowContent,
+        sandbox: CommandSandbox | None = None,
+        stdin: bytes | None = None,
     ) -> CommandResult:
+        """Run a command line to its end (`stdin`: what it reads, from an unlinked file; None: nothing)."""
         guard = sandbox.guard() if sandbox is not None else None
-        env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
-        try:
-            if sandbox is not None:
-                process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env)
-            else:
-                process = await spawn_group(
-                    shell_argv(command),
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                )
-        except OSError as exc:
-            raise BridgeError(spawn_failure(cwd, exc)) from None
+        env = {**child_environ(), **COMMAND_ENV}
+        with tempfile.TemporaryFile() if stdin is not None else contextlib.nullcontext() as given:
+            if given is not None and stdin is not None:
+                given.write(stdin)
+                given.seek(0)
+            reads = given.fileno() if given is not None else None
+            try:
+                if sandbox is not None:
+                    process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=reads)
+                else:
+                    process = await spawn_group(
+                        held_together(shell_argv(command), agent_is_parent=True),
+                        cwd=cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL if reads is None else reads,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                    )
+            except OSError as exc:
+                raise BridgeError(spawn_failure(cwd, exc)) from None
         output = _Output()
         timed_out = False
         drained = anyio.Event()

@@ -4,7 +4,8 @@ its output read as it comes into a bounded buffer, its standard input a pipe whe
 
 `start_local_job` starts one; the job's owner runs it (`run`) until it ends or is killed. Killing ends the whole
 group (SIGTERM, a grace period, SIGKILL), and so does the end of its leader: what it left running in the
-background is ended with it, as for any command.
+background is ended with it, as for any command, also what left the group and its environment (inside the walls a
+PID namespace of its own holds it all, outside them a subreaper supervisor: `sandbox/supervisor.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import anyio
 
 from coder_agent.process import PipedLeader, spawn_group, stop_group
 from coder_agent.sandbox.command import CommandGuard, CommandSandbox
+from coder_agent.sandbox.probe import held_together
 from coder_agent.secrets import child_environ
 from coder_agent.session.background import InputPipe, JobExit, OutputBuffer
 from coder_agent.session.bridge import COMMAND_ENV, BridgeError, shell_argv
@@ -43,14 +45,14 @@ async def start_local_job(
     """Start a shell command line as a background process group (inside `sandbox`'s walls if given); its standard
     input a pipe with `with_input`, else /dev/null. BridgeError if it could not start."""
     guard = sandbox.guard() if sandbox is not None else None
-    env = {**child_environ(), **COMMAND_ENV, **(guard.env if guard is not None else {})}
+    env = {**child_environ(), **COMMAND_ENV}
     read_end, write_end = os.pipe() if with_input else (None, None)
     try:
         if sandbox is not None:
             process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=read_end)
         else:
             process = await spawn_group(
-                shell_argv(command),
+                held_together(shell_argv(command), agent_is_parent=True),
                 cwd=cwd,
                 env=env,
                 stdin=read_end if read_end is not None else subprocess.DEVNULL,
@@ -108,7 +110,7 @@ class LocalJob:
             with anyio.CancelScope(shield=True):
                 await stop_group(process, grace=KILL_GRACE)  # what it left behind in its group
                 if self.guard is not None:
-                    self.output.add(await self.guard.finish())  # and what left the group; git redirects undone
+                    self.output.add(await self.guard.finish())  # git redirects undone
             if self.input is not None:
                 self.input.close()
         code = process.returncode

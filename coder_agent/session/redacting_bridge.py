@@ -5,8 +5,10 @@ recorded here in the replay log.
 The values of model keys (`secrets`) are taken out of every update, notice, permission request (the call and
 the labels of its choices) and question before the bridge underneath sees it, so neither the editor, nor
 `coder-agent run`'s output, nor the replay log (and so the store) can carry one. The manager wraps the bridge
-once, where the session opens; nothing else in the agent redacts what it shows. Files and commands pass
-through unchanged: a command must run as the model wrote it, and a file holds what it holds.
+once, where the session opens; nothing else in the agent redacts what it shows. What waits on the user or is
+told them (a permission question, a question, a notice) is also reported to `attention`: the `notification`
+hooks. Files and commands pass through unchanged: a command must run as the model wrote it, and a file holds what
+it holds.
 
 Every title shown (a tool call's, in its updates and permission requests; a session's; a notice's) is written
 with `visible`: a path, URL, glob or MCP tool title the model or a server chose cannot carry terminal escapes,
@@ -34,6 +36,9 @@ from coder_agent.session.replay import ChildLog, ReplayLog
 from coder_agent.session.user_questions import Answer, Question
 from coder_agent.visible import visible
 
+Attention = Callable[[str, str, "str | None"], None]
+"""Told of what waits on the user or is told them: its kind (`permission`, `question`, `notice`), title, message."""
+
 
 class RedactingBridge:
     """A session's `ClientBridge`, redacted, with its replay log."""
@@ -44,6 +49,8 @@ class RedactingBridge:
         self.inner = inner
         self.replay = replay
         self.shown = shown
+        self.attention: Attention | None = None
+        """Told when the user is waited on or told something (`kind`, title, message): the `notification` hooks."""
 
     @property
     def supports_compaction_updates(self) -> bool:
@@ -74,14 +81,23 @@ class RedactingBridge:
 
     async def notice(self, severity: NoticeSeverity, title: str, description: str | None = None) -> None:
         described = secrets.redact(description) if description is not None else None
+        self._attend("notice", visible(secrets.redact(title)), described)
         await self.inner.notice(severity, visible(secrets.redact(title)), described)
 
     async def request_permission(self, call: ToolCallUpdate, choices: Sequence[Choice]) -> str | None:
         shown = [dataclasses.replace(choice, label=secrets.redact(choice.label)) for choice in choices]
-        return await self.inner.request_permission(_shown(call), shown)
+        call = _shown(call)
+        self._attend("permission", call.title or "A tool call", None)
+        return await self.inner.request_permission(call, shown)
 
     async def ask(self, question: Question) -> Answer:
-        return await self.inner.ask(dataclasses.replace(question, message=secrets.redact(question.message)))
+        question = dataclasses.replace(question, message=secrets.redact(question.message))
+        self._attend("question", "A question for you", question.message)
+        return await self.inner.ask(question)
+
+    def _attend(self, kind: str, title: str, message: str | None) -> None:
+        if self.attention is not None:
+            self.attention(kind, title, message)
 
     async def url_done(self, elicitation_id: str) -> None:
         await self.inner.url_done(elicitation_id)

@@ -20,8 +20,9 @@ gives a client that shows them those of the cursors the session still has, and o
 Sub-agent sessions (RFD "Subagent Sessions") share their parent's log: their `subagent_update`s are the parent's
 own events, and each update of a sub-agent's session is recorded with its session id under `SESSION_KEY`
 (`for_child`), merged only with its own. They are replayed, with their session ids, to clients that show sub-agent
-sessions; others see the parent's `task` calls, which summarise them. A sub-agent announced but never ended (the
-agent stopped meanwhile) is ended as `disconnected` when the log is repaired, after all of its own events.
+sessions (in the RFD's shape and the SDK's: `SubagentUpdate`), others see the parent's `task` calls, which summarise
+them. A sub-agent announced but never ended (the agent stopped meanwhile) is ended as `disconnected` when the log is
+repaired, after all of its own events.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from coder_agent.protocol.schema import new_message_id
+from coder_agent.protocol.schema import SubagentUpdate, new_message_id
 from coder_agent.session.call_repair import fail_open_calls
 
 COMPACTION, SUMMARY_CHUNK = "compaction_update", "compaction_summary_chunk"
@@ -117,7 +118,7 @@ def end_orphans(events: list[dict[str, Any]]) -> int:
             ended = announced.get(child, False) or event.get("state") in TERMINAL_STATES
             announced[child] = ended
     orphans = [child for child, ended in announced.items() if not ended]
-    events.extend({"sessionUpdate": SUBAGENT, "subagentSessionId": child, "state": "disconnected"} for child in orphans)
+    events.extend(SubagentUpdate(subagent_session_id=child, state="disconnected").wire() for child in orphans)
     return len(orphans)
 
 
@@ -149,7 +150,11 @@ def replayed(
                 yield None, event
             continue
         child = event.get(SESSION_KEY)
-        if child is not None or event.get("sessionUpdate") == SUBAGENT:
+        if event.get("sessionUpdate") == SUBAGENT:
+            if subagents:  # in both shapes, a log stored with the RFD's alone too
+                yield child, SubagentUpdate.model_validate(event).wire()
+            continue
+        if child is not None:
             if subagents:
                 yield child, {key: value for key, value in event.items() if key != SESSION_KEY}
             continue

@@ -17,10 +17,12 @@ from anyio.abc import TaskGroup
 
 from coder_agent.protocol.schema import AvailableCommand
 from coder_agent.session.file_memory import FileMemory
+from coder_agent.session.hooks import Hooks
 from coder_agent.session.jobs import JobTable
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
 from coder_agent.session.steering import SteeringInbox
+from coder_agent.session.telemetry import Telemetry
 from coder_agent.session.turn_context import SwitchMode
 
 if TYPE_CHECKING:
@@ -67,6 +69,10 @@ class SessionServices:
     """The session's background jobs (run in `tasks`)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode as `session/set_mode` does (telling the client, saving); the manager's."""
+    hooks: Hooks | None = None
+    """The commands run on the session's events (`[hooks]`); None when there are none."""
+    telemetry: Telemetry | None = None
+    """Where its turns are traced (OpenTelemetry, `[telemetry]`); None when telemetry is off."""
 
     def __post_init__(self) -> None:
         self.jobs = JobTable(self.tasks)

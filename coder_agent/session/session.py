@@ -95,6 +95,8 @@ class Session:
             after_response=self.after_response,
             unattended=state.unattended,
             switch_mode=services.switch_mode,
+            hooks=services.hooks,
+            telemetry=services.telemetry,
         )
 
     # ---- saving ---------------------------------------------------------------------------------

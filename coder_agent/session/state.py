@@ -230,6 +230,7 @@ class SessionState:
             messages=secrets.redact_data(self.conversation_record()),
             events=self.replay.copy(),
             cost=self.spending.cost,
+            tokens=self.spending.stored(),
             context_tokens=self.conversation.context_tokens,
             allow_rules=[str(r) for r in policy.session_allow],
             deny_rules=[str(r) for r in policy.session_deny],
@@ -273,7 +274,7 @@ class SessionState:
             prompt = str(system.get("content") or "")
             if prompt:
                 self.conversation.fix_prompt(prompt, {str(k): str(v) for k, v in environment.items()})
-        self.spending = Spending(cost=record.cost)
+        self.spending = Spending.restored(record.cost, record.tokens)
         self.system_prompt_addition = SystemPromptAddition.from_dict(record.system_prompt)
         self.auto_compact = record.auto_compact
         self.auto_continue = record.auto_continue

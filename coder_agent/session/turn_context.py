@@ -9,6 +9,7 @@ turn). A child context (a sub-agent's) is the same shape with its own parts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
-from coder_agent.permissions import ModeName, PermissionPolicy
+from coder_agent.permissions import Action, ModeName, PermissionPolicy, resolve
 from coder_agent.session.conversation import Conversation, Spending, SystemPromptAddition
 from coder_agent.session.delegation import Delegate
 from coder_agent.session.file_memory import FileMemory
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from coder_agent.lsp.pool import LanguageServers
     from coder_agent.mcp.hub import McpHub
     from coder_agent.sandbox.command import CommandSandbox
+    from coder_agent.session.hooks import Hooks
+    from coder_agent.session.telemetry import Telemetry
 
 Job = Callable[[], Coroutine[Any, Any, None]]
 SwitchMode = Callable[[ModeName], Awaitable[None]]
@@ -76,6 +79,10 @@ class TurnContext:
     """For a sub-agent's context: the session it works for (`session_id` is then the sub-agent's own)."""
     switch_mode: SwitchMode | None = None
     """Change the session's mode (an approved plan goes on in the mode the user picked); None for a sub-agent."""
+    hooks: Hooks | None = None
+    """The commands run on the session's events (a tool call, the turn's end); None when there are none."""
+    telemetry: Telemetry | None = None
+    """Where the session's turns are traced (OpenTelemetry); None when telemetry is off."""
     instructions: str | None = None
     """A sub-agent's own system prompt, used instead of the session's (also after a compaction restarts it)."""
     delegate: Delegate | None = None
@@ -85,3 +92,23 @@ class TurnContext:
     @property
     def additional_directories(self) -> tuple[Path, ...]:
         return self.roots[1:]
+
+    @functools.cached_property
+    def _kept_out(self) -> tuple[Path, ...]:
+        """The paths the sandbox keeps out: the session's walls', or the same list from the config without walls."""
+        from coder_agent.sandbox.walls import agent_paths, kept_out_paths
+
+        if self.sandbox is not None:
+            return self.sandbox.walls.denied
+        return kept_out_paths(self.config.sandbox, agent_paths())
+
+    def reading_refused(self, real: Path) -> str | None:
+        """Why the agent must not read the file at `real` (resolved) on its own — AGENTS.md, a project's command or
+        skill (`nofollow.read_confined`) — as a file tool would be refused: a path the sandbox keeps out (the
+        session's walls', or the same list from the config where it has none), or one a `read:` deny rule names.
+        None when it may."""
+        for path in self._kept_out:
+            if real.is_relative_to(path):
+                return f"it leads to {path}, which is kept out of reach"
+        verdict = self.policy.decide(Action("read", places=(resolve(real, self.roots),)))
+        return f"reading it is {verdict.reason}" if verdict.decision == "deny" else None

@@ -86,6 +86,9 @@ class SessionRecord(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     """What the editor was shown, as ACP `session/update` `update` objects, replayed on `session/load`."""
     cost: float = 0.0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    """The session's model calls added up (`input`, `cached`, `cache_write`, `output`, `requests`); opaque to the
+    store. Empty in a session stored before it was kept."""
     context_tokens: int = 0
     allow_rules: list[str] = Field(default_factory=list)
     deny_rules: list[str] = Field(default_factory=list)

@@ -47,8 +47,31 @@ class TurnCancelled(Exception):
     """The user cancelled the turn (for example from a permission prompt)."""
 
 
+LEAVING_NEEDS_PERMISSION = "Not run again outside the sandbox:"
+"""How the model's result of a command starts when it hit the sandbox's walls and no one could let it leave them (a
+turn stopped so goes on from that call: `agent.turn.stopped_calls`)."""
+
+
+REFUSED_BY_MODE = "refusedByMode"
+"""In the `_meta["coder-agent"]` of a call's final update: the mode that refused it (nothing else did), so a run
+without an editor can count what its mode kept from being done."""
+
+
+def refused_by_mode(meta: dict[str, Any] | None) -> str | None:
+    """The mode that refused a call, from its final update's `_meta` (None: not refused by a mode)."""
+    ours = (meta or {}).get("coder-agent")
+    mode = ours.get(REFUSED_BY_MODE) if isinstance(ours, dict) else None
+    return mode if isinstance(mode, str) else None
+
+
 class StoppedForPermission(TurnCancelled):
-    """The call needs a permission no one could give: the turn stops at it, to run it once the user allows it."""
+    """The call needs a permission no one could give: the turn stops at it, to run it once the user allows it.
+    `for_model` says what happened when it is more than that the call did not run (it ran inside the sandbox and
+    hit its walls, and leaving them is what needs the permission)."""
+
+    def __init__(self, for_model: str | None = None) -> None:
+        super().__init__(for_model or "")
+        self.for_model = for_model
 
 
 BeforeAsking = Callable[[], Awaitable[None]]

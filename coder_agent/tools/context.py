@@ -109,6 +109,8 @@ class ToolContext:
         self._switch_mode = turn.switch_mode
         self.delegate = turn.delegate
         """Runs `task` calls as sub-agents (None in a sub-agent's own calls)."""
+        self.reading_refused = turn.reading_refused
+        """Why the agent must not read a file on its own (a project's skill): `TurnContext.reading_refused`."""
         """The session's background jobs."""
         self._job_owner = turn.session_id if turn.parent_id is not None else None
         self._ask_outside = ask_outside

@@ -219,6 +219,26 @@ def fenced(text: str, language: str = "") -> str:
     return f"{ticks}{language}\n{text}\n{ticks}"
 
 
+def unfenced(text: str) -> str:
+    """`text` with the lines that open and close its code fences left out (each block's body kept): for showing
+    outside Markdown, or fencing anew, what `fenced` wrapped (a fence's close is a line of its own backticks alone)."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        ticks = len(line) - len(line.lstrip("`"))
+        opens = ticks >= 3 and "`" not in line[ticks:] and " " not in line[ticks:]
+        close = next((n for n in range(index + 1, len(lines)) if lines[n] == "`" * ticks), None) if opens else None
+        if close is None:
+            kept.append(line)
+            index += 1
+            continue
+        kept += lines[index + 1 : close]
+        index = close + 1
+    return "\n".join(kept)
+
+
 def truncate_middle(text: str, max_chars: int) -> str:
     """`text` if it has at most `max_chars` characters, else its head and tail around "[… N characters omitted …]".
 

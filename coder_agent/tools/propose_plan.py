@@ -2,35 +2,43 @@
 in (ask, accept edits, or auto where commands can be sandboxed), or keeps planning.
 
 The plan is shown as the session's plan (ACP `plan`: its steps, all pending) and, to clients that show plan
-documents, as a Markdown `plan_update` (RFD "Plan Operations"). The question is a permission request on the call,
-whose content is the plan itself and whose options are the modes: an approval switches the session's mode (the
-client is told, as after `session/set_mode`) and the turn goes on carrying out the plan; "keep planning" ends the
-turn, so the user's next message says what to change. With no one to ask (a run without a terminal), the plan is
-the run's answer. Only in plan mode: elsewhere the model is told to use `update_plan` and get on with it.
+documents, as a Markdown `plan_update` (RFD "Plan Operations"), removed (`plan_removed`) when the user keeps
+planning or cancels. The question is a permission request on the call, whose content is the plan itself and whose
+options are the modes: an approval switches the session's mode (the client is told, as after `session/set_mode`)
+and the turn goes on carrying out the plan; "keep planning" ends the turn, so the user's next message says what to
+change. The most careful approval comes first, with the option id `allow_once` (into the ask mode): clients that
+approve by picking the first allowing option (acpx `--approve-all`, acp.el, avante) go on asking before each edit;
+each option's name says its mode, as some clients show the names alone. With no one to ask (a run without a
+terminal), the plan is the run's answer and the turn ends with it (no further model request). Only in plan mode:
+elsewhere the model is told to use `update_plan` and get on with it.
 """
 
 from __future__ import annotations
 
+import anyio
 from pydantic import Field
 
 from coder_agent.permissions import Action, Choice, ModeName, available_modes
 from coder_agent.protocol.content import PlanEntry, ToolCallContent
-from coder_agent.protocol.schema import MarkdownPlan, PlanDocumentUpdate, PlanUpdate
+from coder_agent.protocol.schema import MarkdownPlan, PlanDocumentUpdate, PlanRemoved, PlanUpdate
 from coder_agent.session.bridge import NoOneToAsk
-from coder_agent.tools.calls import Outcome, Prepared, ToolError, text_content
+from coder_agent.tools.calls import Outcome, Prepared, ToolError, TurnCancelled, text_content
 from coder_agent.tools.context import ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params
 
 PLAN_ID = "proposed-plan"
 """The id of the Markdown plan (`plan_update`): each proposal replaces the last."""
-APPROVE = "approve:"
+DROPPED = PlanRemoved(id=PLAN_ID, plan_id=PLAN_ID)
+DROP_TIMEOUT = 5.0
+"""How long telling the client a cancelled proposal is dropped may take before the cancel goes on without it."""
 KEEP_PLANNING = "keep-planning"
-GO_ON_IN: tuple[tuple[ModeName, str], ...] = (
-    ("accept-edits", "Yes, and accept edits"),
-    ("default", "Yes, and ask before each edit and command"),
-    ("auto", "Yes, in auto mode (sandboxed commands run unasked)"),
+GO_ON_IN: tuple[tuple[ModeName, str, str], ...] = (
+    ("default", "allow_once", "Approve the plan, then ask before each edit and command (Ask mode)"),
+    ("accept-edits", "approve:accept-edits", "Approve the plan, and accept its edits unasked (Accept edits mode)"),
+    ("auto", "approve:auto", "Approve the plan, and run sandboxed commands unasked (Auto mode)"),
 )
-"""The modes an approved plan may go on in, and how the choice reads; `auto` only where the session offers it."""
+"""The modes an approved plan may go on in, most careful first: the option id and the name of each; `auto` only where
+the session offers it."""
 
 
 class ProposalParams(Params):
@@ -62,8 +70,9 @@ class ProposePlan(BuiltinTool):
             )
         switch = ctx.switch_mode
         offered = {mode.id for mode in available_modes(ctx.policy.sandboxed)}
-        choices = [Choice("allow_once", label, id=APPROVE + mode) for mode, label in GO_ON_IN if mode in offered]
-        choices.append(Choice("reject_once", "No, keep planning", id=KEEP_PLANNING))
+        choices = [Choice("allow_once", label, id=option) for mode, option, label in GO_ON_IN if mode in offered]
+        choices.append(Choice("reject_once", "Keep planning (stay in Plan mode)", id=KEEP_PLANNING))
+        approvals = {option: mode for mode, option, _ in GO_ON_IN}
         steps = [step.strip() for step in params.steps if step.strip()]
 
         async def run() -> Outcome:
@@ -74,20 +83,26 @@ class ProposePlan(BuiltinTool):
             shown: list[ToolCallContent] = [text_content(params.plan)]
             try:
                 answer = await ctx.choose(shown, choices)
+            except (TurnCancelled, anyio.get_cancelled_exc_class()):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(DROP_TIMEOUT):
+                    await ctx.update(DROPPED)
+                raise
             except NoOneToAsk:
                 return Outcome(
                     "No one can approve the plan here (the agent runs without an editor or a terminal to ask on), "
-                    "so the plan is the answer: end your turn with a short summary of it.",
+                    "so the plan itself is the answer the user gets, and the turn ends here. If they want it "
+                    "carried out, their next message says so.",
                     shown,
-                    ends_turn=False,
+                    ends_turn=True,
                 )
-            if not answer.startswith(APPROVE):
+            if answer not in approvals:
+                await ctx.update(DROPPED)
                 return Outcome(
                     "The user wants to keep planning. Stop here; their next message says what to change or look into.",
                     [*shown, text_content("Keep planning.")],
                     ends_turn=True,
                 )
-            mode: ModeName = next(m for m, _ in GO_ON_IN if APPROVE + m == answer)
+            mode = approvals[answer]
             await switch(mode)
             return Outcome(
                 f"The user approved the plan; the session is now in {mode} mode. Carry out the plan now, step by "

@@ -9,6 +9,8 @@ read with read_file like any file, so one outside the workspace (a skill of the 
 
 from __future__ import annotations
 
+import functools
+
 import anyio
 from pydantic import Field
 
@@ -34,7 +36,8 @@ class UseSkill(BuiltinTool):
         return f"Use the skill {params.name}"
 
     async def prepare(self, params: SkillParams, ctx: ToolContext) -> Prepared:
-        catalog = await anyio.to_thread.run_sync(extensions.load_catalog, ctx.cwd)
+        load = functools.partial(extensions.load_catalog, ctx.cwd, refuse=ctx.reading_refused)
+        catalog = await anyio.to_thread.run_sync(load)
         skill = catalog.skill(params.name)
         if skill is None:
             names = ", ".join(f"`{s.name}`" for s in catalog.skills) or "none"
@@ -43,7 +46,8 @@ class UseSkill(BuiltinTool):
         async def run() -> Outcome:
             root = extensions.root_for(skill.origin, ctx.cwd)
             try:
-                body = await anyio.to_thread.run_sync(extensions.read_body, skill.path, root)
+                read = functools.partial(extensions.read_body, skill.path, root, refuse=ctx.reading_refused)
+                body = await anyio.to_thread.run_sync(read)
                 files = await anyio.to_thread.run_sync(_other_files, skill)
             except (OSError, ValueError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

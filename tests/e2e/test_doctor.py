@@ -74,6 +74,10 @@ async def test_everything_passes_against_a_model_that_answers(tmp_path: Path, fa
     assert line(ran.out, "config").startswith("✓")
     assert line(ran.out, "model").startswith("✓ model        openai/fake-model (provider openai, at http://127.0.0.1")
     assert line(ran.out, "key") == "✓ key          CODER_AGENT_API_KEY is set (its value is not shown)"
+    assert line(ran.out, "context") == (
+        "✓ context      32,768 tokens, a guess: litellm does not know openai/fake-model's window. Set "
+        "CODER_AGENT_CONTEXT_WINDOW, or context_window in your config, to the model's real window"
+    )
     endpoint = line(ran.out, "endpoint")
     # the endpoint's own time, apart from loading the model library (seconds, once per start)
     assert re.search(r"answered a one-word request in \d+\.\d\d s \(loading the model library took \d+\.\d s", endpoint)
@@ -95,6 +99,7 @@ async def test_no_model_fails_and_says_what_to_set(tmp_path: Path, monkeypatch: 
     ran = await doctor_here(tmp_path, monkeypatch, "--offline")
     assert ran.code == 1
     assert line(ran.out, "model").startswith("✗ model        none is set: set CODER_AGENT_MODEL")
+    assert line(ran.out, "key") == "✗ key          not checked: no model is set (see the line above)"
     assert line(ran.out, "endpoint").startswith("- endpoint     skipped (--offline)")
     assert "checks failed: model, key." in ran.out
 
@@ -104,7 +109,10 @@ async def test_offline_skips_the_endpoint(tmp_path: Path, monkeypatch: pytest.Mo
     ran = await doctor_here(tmp_path, monkeypatch, "--offline", env=env)
     assert ran.code == 0, ran.out
     assert line(ran.out, "key") == "✓ key          ANTHROPIC_API_KEY is set (its value is not shown)"
+    assert re.fullmatch(r"✓ context      [\d,]+ tokens \(litellm's model map\)", line(ran.out, "context"))
     assert SECRET not in ran.out
+    ran = await doctor_here(tmp_path, monkeypatch, "--offline", env={**env, "CODER_AGENT_CONTEXT_WINDOW": "100000"})
+    assert line(ran.out, "context") == "✓ context      100,000 tokens (from env CODER_AGENT_CONTEXT_WINDOW)"
     assert zed_entry(ran.out)["env"] == {"CODER_AGENT_MODEL": "anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY": "..."}
 
 

@@ -241,7 +241,8 @@ async def test_a_command_cannot_read_the_keys_from_the_agents_own_environment(
     if prefix and shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv to drop capabilities")
     key = "sk-e2e-proc-environ-0123456789"
-    command = "tr '\\0' '\\n' < /proc/$PPID/environ | rev; echo STATUS=${PIPESTATUS[0]}"
+    # The agent's pid is the first part of the mark it gives every process it starts (its parent may be a supervisor).
+    command = "tr '\\0' '\\n' < /proc/${CODER_AGENT_OWNER%%.*}/environ | rev; echo STATUS=${PIPESTATUS[0]}"
     fake_llm.script(calls(Call("run_command", {"command": command})))
     config = 'default_mode = "full-auto"\n'
     async with agent(tmp_path, fake_llm, config, env={"OPENAI_API_KEY": key}, prefix=prefix, terminal=False) as (

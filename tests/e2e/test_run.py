@@ -246,6 +246,7 @@ async def test_a_refused_permission_stops_with_3_and_continue_picks_it_up(
             "decision": "refused",
             "answered_by": "nobody",
             "allow_rules": ["edit:**"],
+            "leaves_sandbox": False,
         }
     ]
     assert "needs permission, and there is no terminal to ask on" in ran.stderr
@@ -295,14 +296,35 @@ async def test_continue_without_a_prompt_needs_a_stopped_call(tmp_path: Path, wo
 
 
 async def test_a_mode_refusal_is_the_models_to_work_around(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
-    """Without a terminal the mode is read-only: an edit is refused and the model is told, as in an editor."""
+    """Without a terminal the mode is read-only, and the run says so at its start, with the flag that changes it: an
+    edit is refused and the model is told, as in an editor, naming the flag; the run goes on, and at its end says
+    what was refused and exits 3 (the change the task needed was not made, whatever the answer says)."""
     fake_llm.script([WRITE, Reply("I may not edit here.")])
-    ran = await run_here(tmp_path, "--cwd", str(work), "Note it", llm=fake_llm)
-    assert ran.code == 0, ran.stderr
-    assert "✗ Not allowed: the session is in read-only mode" in ran.stderr
-    assert ran.stdout == "I may not edit here.\n"
+    ran = await run_here(tmp_path, "--cwd", str(work), "--output-format", "json", "Note it", llm=fake_llm)
+    assert ran.code == 3, ran.stderr
+    assert ran.stderr.startswith("Mode: read-only, as there is no terminal to ask on")
+    result = ran.json()
+    assert result["answer"] == "I may not edit here."
+    assert result["refused_by_mode"] == [
+        {"tool_call_id": "call_1_0", "title": "Write notes.txt", "kind": "edit", "mode": "read-only"}
+    ]
+    assert result["refused"] == []
+    assert "The read-only mode refused 1 file change (Write notes.txt)" in result["error"]
+    assert f"`coder-agent run --resume {result['session_id']} --mode accept-edits" in result["error"]
     tool_result = fake_llm.last_request["messages"][-1]
     assert tool_result["role"] == "tool" and "read-only mode" in tool_result["content"]
+    assert "--mode accept-edits" in tool_result["content"], "the model may tell the user the flag, not a picker"
+
+
+async def test_a_command_the_mode_refused_is_counted_but_the_answer_stands(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([Reply.tool("run_command", {"command": "wc -l main.py"}), Reply("One line.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "how long is main.py?", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout == "One line.\n"
+    assert "✗ Not allowed: the session is in read-only mode; give --mode accept-edits" in ran.stderr
+    assert "The read-only mode refused 1 command (wc -l main.py)" in ran.stderr
 
 
 async def test_resume_by_id_and_the_stored_mode_is_kept(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
@@ -396,7 +418,7 @@ async def test_ctrl_c_kills_the_command_saves_the_session_and_exits_130(
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(read_stdout)
                 await poll_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", timeout=RUN_WAIT)
-                group = int(pid_file.read_text())
+                group = os.getpgid(int(pid_file.read_text()))  # a supervisor may lead the group it runs in
                 assert group_alive(group), "the command's group is there"
                 process.send_signal(signal.SIGINT)
                 with anyio.fail_after(30):
@@ -486,7 +508,8 @@ async def test_in_ci_the_default_mode_is_auto_inside_the_sandbox(tmp_path: Path,
     events = [json.loads(line) for line in ran.stdout.splitlines()]
     assert events[0]["type"] == "session" and events[0]["mode"] == "auto"
     assert (work / "made.txt").exists() and not outside.exists()  # ran unasked, inside the walls
-    assert ran.code == 3 and "needs permission" in events[-1]["error"]  # leaving them: no one to ask in CI
+    assert ran.code == 3 and "needs to run outside the sandbox" in events[-1]["error"]  # no one to ask in CI
+    assert "Traceback" not in ran.stderr and len(fake_llm.requests) == 1
 
 
 async def test_auto_without_a_sandbox_is_refused_and_ci_falls_back_to_read_only(
@@ -546,3 +569,22 @@ async def test_append_system_prompt_joins_the_instructions_and_stays_with_the_se
 
     with pytest.raises(UsageError, match="the instructions are empty"):  # exit status 2, as every usage error
         await run_here(tmp_path, *args, "--append-system-prompt", "  ", "hi", llm=fake_llm)
+
+
+async def test_a_guessed_context_window_is_said_in_the_usage_line_with_how_to_set_it(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.script([Reply.tool("read_file", {"path": "main.py"}), Reply("It prints hello.")])
+    ran = await run_here(tmp_path, "--cwd", str(work), "what does main.py do?", llm=fake_llm)
+    assert ran.code == 0, ran.stderr
+    usage = ran.stderr.strip().splitlines()[-1]
+    assert usage.startswith("session sess_") and " · 2 model requests, " in usage
+    assert " of 32,768 tokens, a guess: the model's window is not known (set CODER_AGENT_CONTEXT_WINDOW)" in usage
+
+    fake_llm.script([Reply("Still hello.")])
+    env = {"CODER_AGENT_CONTEXT_WINDOW": "64000"}
+    args = ["--cwd", str(work), "--output-format", "json", "and now?"]
+    ran = await run_here(tmp_path, *args, llm=fake_llm, env=env)
+    assert ran.code == 0 and "a guess" not in ran.stderr
+    assert ran.json()["usage"]["context_window"] == 64000
+    assert ran.json()["usage"]["context_window_guessed"] is False

@@ -4,7 +4,6 @@ asks its permission questions there (a pseudo-terminal stands in for the person'
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ def work(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def test_the_bare_command_on_a_terminal_explains_itself(tmp_path: Path, terminals: list[Terminal]) -> None:
@@ -112,3 +103,26 @@ def test_without_a_terminal_the_question_ends_the_run_as_the_agents_message(
     assert result.returncode == 0, result.stderr
     assert "Which colour?" in result.stdout
     assert len(fake_llm.requests) == 1, "the run ends with the question: the next prompt is the answer"
+
+
+def test_a_projects_hooks_are_asked_about_on_the_terminal_naming_each_command(
+    tmp_path: Path, work: Path, fake_llm: FakeLLM, terminals: list[Terminal]
+) -> None:
+    (work / ".coder-agent").mkdir()
+    (work / ".coder-agent" / "config.toml").write_text('[[hooks.turn_end]]\ncommand = "touch hook-ran"\n')
+    fake_llm.script([Reply("Hello."), Reply("Hello again.")])
+    terminal = Terminal([*AGENT, "run", "--cwd", str(work), "say hello"], agent_env(tmp_path, fake_llm))
+    terminals.append(terminal)
+    terminal.expect("Answer 1-2 (Enter: Reject):")
+    assert "- turn_end: `touch hook-ran`" in terminal.text
+    assert "[1] Trust them (remembered here until they change)" in terminal.text
+    terminal.type("1\n")
+    assert terminal.wait() == 0
+    assert (work / "hook-ran").exists()
+
+    (work / "hook-ran").unlink()
+    again = Terminal([*AGENT, "run", "--cwd", str(work), "say it again"], agent_env(tmp_path, fake_llm))
+    terminals.append(again)
+    assert again.wait() == 0, again.text
+    assert "Trust them" not in again.text, "trusted: not asked again"
+    assert (work / "hook-ran").exists()

@@ -51,6 +51,7 @@ async def test_a_capability_note_is_its_own_message_before_the_answer(tmp_path: 
     said = client.agent_messages(session)
     assert said[0].startswith("_Files are read and written on disk, not through the editor_")
     assert "Commands run as local processes" in said[0]
+    assert said[0].endswith("\n\n---\n\n"), "a rule ends it: a client that runs messages together shows where"
     assert said[1:] == ["I will read it.", "It says hi.", "Again."], "nothing lands in the model's answer"
 
 

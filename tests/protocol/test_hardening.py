@@ -160,7 +160,9 @@ def agent_requests(client: Any, method: str) -> list[dict[str, Any]]:
     return [f for f in client.frames if f.get("method") == method]
 
 
-async def test_a_cancelled_permission_ends_the_call_failed_live_and_in_the_replay(tmp_path: Path) -> None:
+async def test_a_cancelled_permission_ends_the_call_failed_in_the_replay_not_live(tmp_path: Path) -> None:
+    """The call never started: the client marks it cancelled itself, and a status sent now would override that (a
+    call that was running gets one: tests/protocol/test_cancelled_calls.py)."""
     store = SessionStore(tmp_path / "store")
     model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo hi"}, id="c1")])])
     async with scripted_agent(tmp_path, model, store=store, editor=True) as (client, session, editor):
@@ -177,9 +179,7 @@ async def test_a_cancelled_permission_ends_the_call_failed_live_and_in_the_repla
             editor.release_permissions("cancelled", session)  # the editor answers first, then cancels the turn
         await client.notify("session/cancel", {"sessionId": session})
         assert answers == ["cancelled"]
-        updates = client.session_updates(session, "tool_call_update")
-        assert updates[-1]["status"] == "failed", "Toad shows a call without a final status as still running"
-        assert updates[-1]["content"][0]["content"]["text"] == "Cancelled."
+        assert not [u for u in client.session_updates(session, "tool_call_update") if u.get("status") == "failed"]
         assert not agent_requests(client, "$/cancel_request"), "an answered request is not cancelled again"
     async with scripted_agent(tmp_path, ScriptedModel(), store=store, open_session=False) as (client, _, _):
         await client.request("session/load", reopen_params(session, tmp_path / "work"))

@@ -296,3 +296,37 @@ async def test_a_wait_that_times_out_input_that_closes_and_a_job_that_ended(tmp_
     assert "The input of job 1" in closed and "is closed" in closed
     assert "killed" in killed and "It had ended already." in killed_again
     assert "has ended" in ended and "takes no more input" in ended
+
+
+async def test_a_wait_for_text_in_the_editors_terminal_asks_less_and_less_and_ends_with_the_job(
+    tmp_path: Path,
+) -> None:
+    """`job_wait` with `until` asks the editor for the terminal's output when a growing timer runs out (not every
+    50 ms), and ends as soon as `terminal/wait_for_exit` answers. Checked on the times the editor saw the asks: they
+    only spread further apart on a loaded machine."""
+    import time
+
+    model = ScriptedModel(
+        [
+            Reply(calls=[background("while [ ! -f go ]; do sleep 0.02; done; echo finished")]),
+            Reply(calls=[Call("job_wait", {"job_id": 1, "until": "never printed", "timeout_ms": 120000})]),
+            Reply("ok"),
+        ]
+    )
+    async with tool_agent(tmp_path, model, terminal=True, mode="full-auto") as (client, editor, session, work):
+        asked: list[float] = []
+        serve = client.handlers["terminal/output"]
+
+        async def output(params: dict[str, Any]) -> Any:
+            if len(model.requests) == 2:  # the wait runs
+                asked.append(time.monotonic())
+            return await serve(params)
+
+        client.handlers["terminal/output"] = output
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.prompt, session, "wait for it")
+            await client.wait_for(lambda: len(asked) >= 4)
+            (work / "go").touch()
+    assert asked[3] - asked[0] >= 0.35, "asked every 50 ms: 4 asks take 0.15 s; with a growing timer 0.7 s"
+    waited = results(model)[1]
+    assert "exited with code 0" in waited, waited

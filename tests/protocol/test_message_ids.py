@@ -114,3 +114,18 @@ async def test_a_log_stored_without_ids_is_replayed_with_ids(tmp_path: Path) -> 
     assert [u["sessionUpdate"] for u in replayed] == ["user_message_chunk", "agent_message_chunk"]
     assert all(u["messageId"] for u in replayed)
     assert replayed[0]["messageId"] != replayed[1]["messageId"]
+
+
+async def test_two_text_blocks_are_replayed_as_the_model_read_them_two_paragraphs(tmp_path: Path) -> None:
+    """CodeCompanion's resumed chat showed "First paragraph.Second paragraph.": a client runs the chunks of one
+    message together, so the replay sends the paragraphs the model read."""
+    store = SessionStore(tmp_path / "store")
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model, store=store) as (client, session, _):
+        prompt = [{"type": "text", "text": "First paragraph."}, {"type": "text", "text": "Second paragraph."}]
+        await client.request("session/prompt", {"sessionId": session, "prompt": prompt})
+    assert model.last_request.messages[-1]["content"] == "First paragraph.\n\nSecond paragraph."
+    async with scripted_agent(tmp_path, ScriptedModel(), store=store, open_session=False) as (client, _, _):
+        await client.request("session/load", {"sessionId": session, "cwd": str(tmp_path / "work"), "mcpServers": []})
+    users = [text for kind, _, text in messages(chunks(client, session)) if kind == "user_message_chunk"]
+    assert users == ["First paragraph.\n\nSecond paragraph."]

@@ -49,13 +49,16 @@ async def test_plan_mode_refuses_changes_then_an_approved_plan_goes_on_in_accept
     assert len(editor.permission_requests) == 1, "the approved plan's edit ran without asking (accept edits)"
     asked = editor.permission_requests[0]
     assert [o["optionId"] for o in asked["options"]] == [
+        "allow_once",  # the most careful approval first: into the ask mode
         "approve:accept-edits",
-        "approve:default",
         "approve:auto",  # this machine sandboxes commands
         "keep-planning",
     ]
     assert [o["kind"] for o in asked["options"]][-1] == "reject_once"
-    assert asked["toolCall"]["content"][0]["content"]["text"] == PLAN
+    names = [o["name"] for o in asked["options"]]
+    assert len(set(names)) == len(names), "CodeCompanion showed three identical entries"
+    assert ["Ask mode" in names[0], "Accept edits mode" in names[1], "Auto mode" in names[2]] == [True] * 3
+    assert asked["toolCall"]["content"][0]["content"]["text"] == PLAN, "the plan itself is what the user reads"
     plan = client.session_updates(session, "plan")[0]["entries"]
     assert [(e["content"], e["status"]) for e in plan] == [("Edit app.py", "pending"), ("Check it", "pending")]
     assert client.session_updates(session, "plan_update") == [], "the client did not advertise plans"
@@ -84,10 +87,11 @@ async def test_plans_go_as_markdown_to_clients_that_show_them(tmp_path: Path) ->
         editor,
     ):
         assert editor is not None
-        editor.permission_answers = ["option:approve:default"]
+        editor.permission_answers = ["option:allow_once"]
         assert await client.prompt(session, "plan it") == "end_turn"
     document = client.session_updates(session, "plan_update")[0]["plan"]
     assert document == {"type": "markdown", "id": "proposed-plan", "planId": "proposed-plan", "content": PLAN}
+    assert client.session_updates(session, "plan_removed") == [], "an approved plan stays shown"
     assert [u["currentModeId"] for u in client.session_updates(session, "current_mode_update")] == ["default"]
     environment = [m["content"] for m in model.last_request.messages if m["role"] == "user"]
     assert not any("Environment update" in text for text in environment), "the switch is told at the next prompt"
@@ -119,3 +123,39 @@ async def test_an_answer_that_names_no_offered_option_keeps_planning(tmp_path: P
         assert await client.prompt(session, "plan it") == "end_turn"
         assert client.session_updates(session, "current_mode_update") == []
         assert len(model.requests) == 1, "the turn ended: the user keeps planning"
+
+
+@pytest.mark.parametrize("client", ["acpx --approve-all", "acp.el", "avante auto-approve"])
+async def test_a_client_that_picks_the_first_allowing_option_approves_into_the_ask_mode(
+    tmp_path: Path, client: str
+) -> None:
+    """These clients approve by taking the first option of kind allow_once: it must be the most careful one."""
+    model = ScriptedModel([Reply(calls=[PROPOSE]), Reply(calls=[Call("run_command", {"command": "ls"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="plan") as (acp, editor, session, _):
+        editor.permission_answers = ["allow_once", "reject_once"]  # the first allow_once; then the command is asked
+        assert await acp.prompt(session, "plan it") == "end_turn"
+        assert [u["currentModeId"] for u in acp.session_updates(session, "current_mode_update")] == ["default"]
+    assert len(editor.permission_requests) == 2, "in the ask mode the plan's first command is asked about"
+
+
+@pytest.mark.parametrize("answer", ["option:keep-planning", "cancelled"])
+async def test_a_plan_kept_planning_or_cancelled_is_removed_where_plans_are_shown(tmp_path: Path, answer: str) -> None:
+    """`plan_removed` (plan operations): the proposal is dropped when the user keeps planning or cancels."""
+    model = ScriptedModel([Reply(calls=[PROPOSE])])
+    capabilities: dict[str, Any] = {"fs": {"readTextFile": False, "writeTextFile": False}, "planCapabilities": {}}
+    async with scripted_agent(tmp_path, model, editor=True, capabilities=capabilities, default_mode="plan") as (
+        client,
+        session,
+        editor,
+    ):
+        assert editor is not None
+        editor.permission_answers = [answer]
+        stop = await client.prompt(session, "plan it")
+    assert stop == ("end_turn" if answer.startswith("option:") else "cancelled")
+    kinds = [u["sessionUpdate"] for u in client.session_updates(session) if u["sessionUpdate"].startswith("plan_")]
+    assert kinds == ["plan_update", "plan_removed"]
+    assert client.session_updates(session, "plan_removed")[0] == {
+        "sessionUpdate": "plan_removed",
+        "id": "proposed-plan",
+        "planId": "proposed-plan",
+    }

@@ -11,6 +11,7 @@ import pytest
 
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.sandbox import probe
+from coder_agent.sandbox.cgroups import can_limit_memory
 from tests.support.scripted_agent import scripted_agent, tool_agent
 
 pytestmark = [
@@ -146,6 +147,10 @@ async def test_initialize_declares_the_sandbox(tmp_path: Path) -> None:
     assert declared["mode"] == "custom"
     assert declared["guarantees"] == {"fsIsolation": "workspace", "netIsolation": "denyAll", "processCaps": True}
     assert declared["coderAgent"]["unsandboxedModes"] == ["full-auto"]
+    processes = declared["coderAgent"]["processes"]
+    if declared["coderAgent"]["kind"] == "landlock":  # held on every Landlock ABI: a PID namespace per command
+        assert processes["signalsContained"] is True and processes["leftoversEndWithCommand"] is True
+        assert processes["fileLeases"] == "refused" and processes["memoryLimit"] == can_limit_memory()
 
 
 async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path: Path) -> None:
@@ -157,7 +162,7 @@ async def test_stdio_mcp_servers_start_inside_the_walls_when_configured(tmp_path
         result = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
         await client.prompt(result["sessionId"], "where is your temp folder?", timeout=60)
     tmpdir = _results(model)[0]
-    assert "coder-agent-sandbox-" in tmpdir and tmpdir.endswith("/tmp")  # the session's private one
+    assert "/coder-agent/sessions/session-" in tmpdir  # the session's own temp folder
 
 
 async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_are(tmp_path: Path) -> None:
@@ -176,3 +181,15 @@ async def test_a_fetch_of_the_loopback_that_fails_says_where_sandboxed_servers_a
         await client.prompt(session, "go")
     result = _results(model)[0]
     assert "fetch does not reach" in result and "curl" in result, result
+
+
+async def test_the_editors_terminal_shows_the_users_command_not_the_launcher(tmp_path: Path) -> None:
+    """Toad shows a terminal's `command` and `args`: they read `…/sandboxed bash -c '<command>'`."""
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": "echo shown"})]), Reply("ok")])
+    async with tool_agent(tmp_path, model, mode="auto") as (client, editor, session, work):
+        assert await client.prompt(session, "go") == "end_turn"
+    [terminal] = editor.terminals.values()
+    assert Path(terminal.command).name == "sandboxed"
+    assert terminal.args[-2:] == ["-c", "echo shown"] and Path(terminal.args[0]).name in ("bash", "sh")
+    assert "python" not in " ".join([terminal.command, *terminal.args])
+    assert terminal.text().strip() == "shown"

@@ -58,7 +58,18 @@ async def test_it_is_advertised_as_the_adapters_do(tmp_path: Path) -> None:
     assert result["_meta"]["steering"] == {"supported": True}
 
 
-async def test_a_message_sent_mid_answer_reaches_the_model_in_the_same_turn(tmp_path: Path) -> None:
+HELPER = "Use the existing retry helper."
+
+
+async def inject(client: FakeClient, session: str, message: str) -> dict[str, Any]:
+    """`_session/inject` in the v2 draft's shape, mode `steer` (acp-factory calls it so): answered with an id."""
+    params = {"sessionId": session, "mode": "steer", "content": [text(message)]}
+    response: dict[str, Any] = await client.request("_session/inject", params)
+    return response
+
+
+@pytest.mark.parametrize("via", ["steering", "inject"])
+async def test_a_message_sent_mid_answer_reaches_the_model_in_the_same_turn(tmp_path: Path, via: str) -> None:
     hold = anyio.Event()
     model = ScriptedModel([Reply("Writing a new helper", chunk_size=8, hold=hold), Reply("Using the retry helper.")])
     async with scripted_agent(tmp_path, model, capabilities=NOTICES) as (client, session, _):
@@ -69,7 +80,7 @@ async def test_a_message_sent_mid_answer_reaches_the_model_in_the_same_turn(tmp_
             answers.append(await client.prompt(session, "fix the flaky test"))
 
         async def send() -> None:
-            steered.append(await steer(client, session, "Use the existing retry helper."))
+            steered.append(await (steer if via == "steering" else inject)(client, session, HELPER))
 
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(prompt)
@@ -82,14 +93,14 @@ async def test_a_message_sent_mid_answer_reaches_the_model_in_the_same_turn(tmp_
     assert conversation(model) == [
         ("user", "fix the flaky test"),
         ("assistant", "Writing a new helper"),
-        ("user", "Use the existing retry helper."),
+        ("user", HELPER),
     ]
     [response] = steered
-    assert response["outcome"] == "injected"
+    assert response["messageId"] and (via == "inject" or response["outcome"] == "injected")
     users = client.session_updates(session, "user_message_chunk")
-    assert [(u["messageId"], u["content"]["text"]) for u in users] == [
-        (response["messageId"], "Use the existing retry helper.")
-    ], "shown live in its place, as the user's"
+    assert [(u["messageId"], u["content"]["text"]) for u in users] == [(response["messageId"], HELPER)], (
+        "shown live in its place, as the user's"
+    )
 
 
 async def test_a_message_sent_during_a_tool_call_follows_its_result(tmp_path: Path) -> None:

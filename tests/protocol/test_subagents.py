@@ -329,3 +329,37 @@ async def test_a_childs_question_cancelled_by_the_client_ends_it_as_cancelled(tm
         editor.permission_answers = ["cancelled"]
         assert await client.prompt(session, "go") == "end_turn"
     assert results(script.requests[-1]) == ["The sub-agent stopped: a question it asked was cancelled."]
+
+
+async def test_every_sub_agent_frame_carries_both_shapes_live_and_replayed_from_an_older_log(tmp_path: Path) -> None:
+    """The RFD's fields and the SDK draft's (`sessionId`, `title`, `description`): a client built on either reads
+    the frame (the conformance checker validates each against both); a log stored with the RFD's alone is replayed
+    in both."""
+    from coder_agent.store import SessionStore
+
+    store = SessionStore(tmp_path / "store")
+    script = Script([Reply(calls=[task("Look around", "look")]), Reply("ok")], {"look": [Reply("found it")]})
+    async with scripted_agent(tmp_path, script.model, capabilities=SHOWN, store=store) as (client, session, _):
+        assert await client.prompt(session, "go") == "end_turn"
+    frames = client.session_updates(session, "subagent_update")
+    first, last = frames[0], frames[-1]
+    assert first["sessionId"] == first["subagentSessionId"]
+    assert (first["title"], first["description"]) == (first["name"], first["task"])
+    assert first["title"] == "explore-1" and first["description"]
+    assert last["sessionId"] == last["subagentSessionId"] and last["state"] == "completed"
+
+    record = store.load(session)
+    for event in record.events:  # as a version before the SDK's names stored it
+        if event["sessionUpdate"] == "subagent_update":
+            for key in ("sessionId", "title", "description"):
+                event.pop(key, None)
+    store.save(record)
+    async with scripted_agent(tmp_path, script.model, capabilities=SHOWN, store=store, open_session=False) as (
+        again,
+        _,
+        _,
+    ):
+        await again.request("session/load", {"sessionId": session, "cwd": str(tmp_path / "work"), "mcpServers": []})
+    replayed = again.session_updates(session, "subagent_update")
+    assert [u["sessionId"] for u in replayed] == [u["subagentSessionId"] for u in replayed]
+    assert replayed[0]["title"] == first["title"]

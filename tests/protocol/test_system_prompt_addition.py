@@ -1,5 +1,7 @@
 """The client's system prompt (ACP `systemPrompt`, unstable; checked against the unstable schema): appended to the
-agent's instructions or in place of them, advertised, stored with the session, and the prompt stays cache-stable."""
+agent's instructions or in place of them, advertised, stored with the session, and the prompt stays cache-stable.
+Also in the shapes other clients send: the RFD's plain string (added to the agent's own), and `_meta.systemPrompt`
+as Claude's adapter reads it (acpx's `--append-system-prompt` sends `{"append": …}`; a string replaces)."""
 
 from __future__ import annotations
 
@@ -110,3 +112,60 @@ async def test_what_cannot_be_applied_is_refused_and_no_session_is_made(
     assert refused.value.code == -32602
     assert field in refused.value.message
     assert not list((tmp_path / "store").glob("*.json"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "replaces"),
+    [
+        ({"_meta": {"systemPrompt": {"append": "Answer in French."}}}, False),
+        ({"_meta": {"systemPrompt": "Answer in French."}}, True),
+        ({"systemPrompt": "Answer in French."}, False),
+    ],
+    ids=["acpx-meta-append", "claude-meta-string", "rfd-plain-string"],
+)
+async def test_the_shapes_other_clients_send_are_taken(tmp_path: Path, fields: dict[str, Any], replaces: bool) -> None:
+    store = SessionStore(tmp_path / "store")
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model, store=store, open_session=False) as (client, _, _):
+        # the plain string follows the RFD's text, not the SDK's draft schema (an object): not checked against it
+        strict = "systemPrompt" not in fields
+        session = (await client.request("session/new", setup(tmp_path / "work", **fields), strict=strict))["sessionId"]
+        await client.prompt(session, "hi")
+    prompt = system_of(model)
+    assert "Answer in French." in prompt
+    assert prompt.startswith(DEFAULT_START) is not replaces
+    assert store.load(session).system_prompt == {
+        "text": "Answer in French.",
+        "mode": "override" if replaces else "append",
+    }
+
+
+async def test_the_standard_field_wins_over_meta(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply("ok")])
+    async with scripted_agent(tmp_path, model, open_session=False) as (client, _, _):
+        params = setup(
+            tmp_path / "work",
+            systemPrompt=system_prompt("append", "From the field."),
+            _meta={"systemPrompt": {"append": "From _meta."}},
+        )
+        session = (await client.request("session/new", params))["sessionId"]
+        await client.prompt(session, "hi")
+    assert "From the field." in system_of(model) and "From _meta." not in system_of(model)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"_meta": {"systemPrompt": {"prepend": "x"}}}, "_meta.systemPrompt"),
+        ({"_meta": {"systemPrompt": {"append": " "}}}, "_meta.systemPrompt.append"),
+        ({"systemPrompt": ""}, "systemPrompt"),
+    ],
+)
+async def test_a_shape_that_cannot_be_read_is_refused_naming_it(
+    tmp_path: Path, fields: dict[str, Any], field: str
+) -> None:
+    async with scripted_agent(tmp_path, ScriptedModel(), open_session=False) as (client, _, _):
+        with pytest.raises(RpcFailure) as refused:
+            await client.request("session/new", setup(tmp_path / "work", **fields), strict=False)
+    assert refused.value.code == -32602
+    assert f"{field}:" in refused.value.message

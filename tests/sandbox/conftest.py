@@ -77,6 +77,7 @@ def make_world(
         monkeypatch.setenv("XDG_CONFIG_HOME", str(layout.home / ".config"))
         monkeypatch.setenv("XDG_DATA_HOME", str(layout.home / ".local" / "share"))
         monkeypatch.setenv("XDG_CACHE_HOME", str(layout.home / ".cache"))
+        monkeypatch.setenv("XDG_STATE_HOME", str(layout.home / ".local" / "state"))
         return layout
 
     yield make

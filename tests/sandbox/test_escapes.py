@@ -37,11 +37,23 @@ from pathlib import Path
 import anyio
 import pytest
 
+from coder_agent.sandbox.command import SHOWN_LAUNCHER, write_shown_launcher
+from coder_agent.sandbox.interfaces import local_addresses
 from coder_agent.sandbox.settings import SandboxConfig
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import command_line
 from tests.sandbox.conftest import MakeLayout
-from tests.sandbox.walled import MARK_VARIABLE, NOBODY, Layout, Ran, Walled, git, snapshot, survivors
+from tests.sandbox.credentials import CREDENTIAL_FILES
+from tests.sandbox.walled import (
+    MARK_VARIABLE,
+    NOBODY,
+    Layout,
+    Ran,
+    Walled,
+    git,
+    snapshot,
+    survivors,
+)
 
 pytestmark = pytest.mark.sandbox
 
@@ -51,10 +63,10 @@ SYSTEM_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or 
 """For commands run as `nobody`, who may not reach this interpreter (a virtualenv under root's home)."""
 MAX_PROCESSES = 64
 MAX_FILE_MB = 1
-SETTINGS = SandboxConfig(max_processes=MAX_PROCESSES, max_file_mb=MAX_FILE_MB)
-PROXY_SETTINGS = SandboxConfig(
-    network="proxy", allow_hosts=["pypi.org", "localhost"], max_processes=MAX_PROCESSES, max_file_mb=MAX_FILE_MB
-)
+MAX_MEMORY_MB = 256
+LIMITS = {"max_processes": MAX_PROCESSES, "max_file_mb": MAX_FILE_MB, "max_memory_mb": MAX_MEMORY_MB}
+SETTINGS = SandboxConfig(**LIMITS)
+PROXY_SETTINGS = SandboxConfig(network="proxy", allow_hosts=["pypi.org", "localhost"], **LIMITS)
 
 WATCHER = """
 import os, signal
@@ -111,6 +123,14 @@ class Escape:
     """Run with the network through the proxy (allowing pypi.org and localhost only)."""
     stdin_pty: bool = False
     """The command's stdin is the terminal (as in the editor's terminal)."""
+    prefix: tuple[str, ...] = ()
+    """Run before the launcher (as the editor's terminal or the agent might have: capabilities it inherits...)."""
+    inherit: bool = False
+    """The launcher inherits a descriptor open for writing on the outside victim (`{inherited}`)."""
+    allow_more: Callable[[World], list[str]] | None = None
+    """More `allow_hosts` entries for this row (with `proxy`)."""
+    needs_network: bool = False
+    """It reaches pypi.org through the proxy (skipped where pypi.org does not resolve)."""
 
 
 @dataclass
@@ -122,6 +142,9 @@ class World:
     user: int | None
     watcher: subprocess.Popen[bytes] = field(init=False)
     tcp: socket.socket = field(init=False)
+    lan: socket.socket | None = field(init=False)
+    """A listener on an address of this machine that is not loopback (its LAN address), where there is one."""
+    inherited: int = -1
     unix: socket.socket = field(init=False)
     abstract: socket.socket = field(init=False)
     pty_master: int = field(init=False)
@@ -149,6 +172,7 @@ class World:
         assert self.watcher.stdout.readline() == b"ready\n"
         os.set_blocking(self.watcher.stdout.fileno(), False)
         self.tcp = _listening(socket.socket(socket.AF_INET, socket.SOCK_STREAM), ("127.0.0.1", 0))
+        self.lan = _listening(socket.socket(socket.AF_INET), (LAN_ADDRESS, 0)) if LAN_ADDRESS else None
         self.unix = _listening(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), str(base / "listener.sock"))
         os.chmod(base / "listener.sock", 0o777)
         self.abstract = _listening(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), f"\0coder-agent-{self.token}")
@@ -178,6 +202,9 @@ class World:
             "watcher": self.watcher.pid,
             "agent": os.getpid(),
             "port": self.tcp.getsockname()[1],
+            "lan": LAN_ADDRESS,
+            "lan_port": self.lan.getsockname()[1] if self.lan is not None else 0,
+            "inherited": self.inherited,
             "unix": layout.base / "listener.sock",
             "abstract": f"coder-agent-{self.token}",
             "pty": os.ttyname(self.pty_slave),
@@ -209,8 +236,10 @@ class World:
         self.watcher.wait()
         assert self.watcher.stdout is not None
         self.watcher.stdout.close()
-        for sock in (self.tcp, self.unix, self.abstract):
+        for sock in (self.tcp, self.unix, self.abstract, *([self.lan] if self.lan is not None else [])):
             sock.close()
+        if self.inherited >= 0:
+            os.close(self.inherited)
         os.close(self.pty_master)
         os.close(self.pty_slave)
 
@@ -249,7 +278,7 @@ def nothing_outside_changed(world: World, ran: Ran, mark: str) -> None:
     assert world.watcher.stdout is not None
     got = world.watcher.stdout.read()
     assert not got, f"the watcher got signals: {got!r}"
-    for listener in (world.tcp, world.unix, world.abstract):
+    for listener in (world.tcp, world.unix, world.abstract, *([world.lan] if world.lan is not None else [])):
         try:
             connection, _ = listener.accept()
         except BlockingIOError:
@@ -342,6 +371,18 @@ def _write_kept_out_now(world: World) -> None:
         _give(world, path)
 
 
+def _shown_launcher(world: World) -> None:
+    """The session's `sandboxed` script, which the editor's terminal runs outside the walls to put them up."""
+    write_shown_launcher(world.layout.private)
+    _give(world, world.layout.private / SHOWN_LAUNCHER)
+
+
+def _shown_launcher_unchanged(world: World, ran: Ran) -> None:
+    script = world.layout.private / SHOWN_LAUNCHER
+    assert "enter.py" in script.read_text(encoding="utf-8") and "exit 0" not in script.read_text(encoding="utf-8")
+    assert "Read-only file system" in ran.output or "Permission denied" in ran.output, "it ran, and was stopped"
+
+
 def _no_project_config(world: World) -> None:
     shutil.rmtree(world.layout.workspace / ".coder-agent")
 
@@ -395,6 +436,41 @@ def _block_device() -> str | None:
 
 
 BLOCK_DEVICE = _block_device()
+LAN_ADDRESS = next(
+    (str(a) for a in sorted(local_addresses(), key=str) if a.version == 4 and not (a.is_loopback or a.is_link_local)),
+    None,
+)
+"""An IPv4 address of this machine's own that is not loopback (a LAN's, a container bridge's), if it has one."""
+LEFTOVER = "LEFTOVER"
+"""What a row's daemon sets in the environment it cleared (`env -i LEFTOVER=token`), for the test to find it by."""
+
+
+def _resolves(host: str) -> bool:
+    try:
+        return bool(socket.getaddrinfo(host, 443))
+    except OSError:
+        return False
+
+
+def _no_leftover(world: World, ran: Ran) -> None:
+    left = survivors(world.token, LEFTOVER)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"the daemon the command left, its environment cleared, still runs: {left}"
+
+
+def _no_core_file(world: World, ran: Ran) -> None:
+    cores = [p.name for p in world.layout.workspace.iterdir() if p.name.startswith("core")]
+    assert not cores, f"a crash inside wrote a core dump: {cores}"
+
+
+def _root_inheritable_capabilities() -> tuple[str, ...]:
+    """`setpriv` giving the launcher inheritable and ambient capabilities (as a service manager might give the
+    agent); only root has them to give."""
+    return ("setpriv", "--inh-caps=+sys_admin,+dac_read_search", "--ambient-caps=+sys_admin,+dac_read_search", "--")
+
+
 ARCH = os.uname().machine
 NOT_X86_64 = None if ARCH == "x86_64" else f"an x86-64 system call ABI; this machine is {ARCH}"
 KEYCTL = {"x86_64": 250, "aarch64": 219}.get(ARCH, -1)
@@ -560,7 +636,18 @@ ESCAPES: list[Escape] = [
         late=_write_kept_out_now,
         nobody=True,
     ),
-    Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share"),
+    Escape("grep-agent-folders", "grep -r AGENT {home}/.config {home}/.local/share {home}/.local/state"),
+    *(Escape(f"read-{name}", f"cat '{{home}}/{raw[2:]}'", nobody=True) for name, raw in CREDENTIAL_FILES.items()),
+    Escape("read-home-folder-config-with-find", "find {home}/.config {home}/.cache -type f -exec cat {{}} +"),
+    Escape("read-credential-beside-readable-config", "cat {home}/.config/git/config {home}/.config/git/credentials"),
+    Escape("copy-readable-toolchain-folder-with-credential", "cp -r {home}/.gem stolen && cat stolen/credentials"),
+    Escape(
+        "replace-the-shown-launcher",  # the next command's terminal would run it outside the walls
+        "printf '#!/bin/sh\\nexit 0\\n' > {base}/private/sandboxed || "
+        "{{ rm -f {base}/private/sandboxed && printf '#!/bin/sh\\nexit 0\\n' > {base}/private/sandboxed; }}",
+        late=_shown_launcher,
+        check=_shown_launcher_unchanged,
+    ),
     # ---- other processes ------------------------------------------------------------------------------------------
     Escape("kill-watcher", "kill -9 {watcher}", nobody=True),
     Escape("signal-watcher", "kill -USR1 {watcher}", nobody=True),
@@ -607,6 +694,19 @@ ESCAPES: list[Escape] = [
     Escape("renice-watcher", "renice -n 19 -p {watcher}", nobody=True),
     Escape("pin-watcher-to-a-cpu", "taskset -p 1 {watcher}", nobody=True),
     Escape("ionice-watcher", "ionice -c 3 -p {watcher}", nobody=True),
+    Escape(
+        "outside-pids-do-not-exist-inside",  # contained on every Landlock ABI, not only from ABI 6 (signal scoping)
+        "kill -0 {watcher}; kill -0 {agent}",
+        says="No such process",
+        nobody=True,
+    ),
+    Escape("see-processes-outside", "cat /proc/{watcher}/cmdline || ps -e -o pid= | grep -qx ' *{watcher}'"),
+    Escape(
+        "signal-every-process-of-the-user",
+        _py("import os, signal; os.kill(-1, signal.SIGUSR1); os.kill(-1, signal.SIGWINCH)"),
+        fails=False,  # it reaches the command's own processes only: the watcher must hear nothing
+        nobody=True,
+    ),
     # ---- the network ------------------------------------------------------------------------------------------------
     Escape("tcp-to-loopback-listener", "exec 3<>/dev/tcp/127.0.0.1/{port}", nobody=True),
     Escape(
@@ -757,6 +857,94 @@ ESCAPES: list[Escape] = [
         fails=False,
         nobody=True,
     ),
+    Escape(
+        "daemon-with-its-environment-cleared-outlives-command",
+        "setsid env -i LEFTOVER={token} sh -c 'echo $$ > \"$0\"; exec sleep 1000' $TMPDIR/daemon "
+        "</dev/null >/dev/null 2>&1 & while [ ! -s $TMPDIR/daemon ]; do :; done",
+        fails=False,
+        check=_no_leftover,
+        nobody=True,
+    ),
+    Escape(
+        "double-fork-daemon-outlives-command",
+        _py(
+            "import os, sys\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        os.execve('/bin/sleep', ['sleep', '1000'], {{'LEFTOVER': '{token}'}})\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            "while not any(b'LEFTOVER={token}' in open(f'/proc/{{p}}/environ', 'rb').read()\n"
+            "              for p in os.listdir('/proc') if p.isdigit() and os.path.exists(f'/proc/{{p}}/environ')):\n"
+            "    pass"
+        ),
+        fails=False,
+        check=_no_leftover,
+    ),
+    Escape(
+        "memory-past-the-sessions-limit",
+        _py("chunks = [bytearray(16 << 20) for _ in range(24)]; print('allocated', 16 * len(chunks), 'MiB')"),
+        unavailable=None if ROOT else "a session cgroup (the memory limit) needs root here",
+    ),
+    Escape(
+        "lower-the-core-limit-for-a-piped-crash-handler",  # the kernel refuses a piped core_pattern at a limit of 1
+        _py(
+            "import resource as r\n"
+            "r.setrlimit(r.RLIMIT_CORE, (0, 0))\n"
+            "print(r.getrlimit(r.RLIMIT_CORE))\n"
+            "raise SystemExit(0 if r.getrlimit(r.RLIMIT_CORE)[0] != 1 else 1)"
+        ),
+        nobody=True,
+    ),
+    Escape(
+        "crash-writes-a-core-dump",
+        "cd {ws} && ulimit -c unlimited; " + _py("import os; os.kill(os.getpid(), 11)") + "; ls core* 2>/dev/null",
+        check=_no_core_file,
+    ),
+    Escape(
+        "lease-on-a-file-outside",  # a lease holds back every outside process that opens the file
+        _py(
+            "import fcntl\n"
+            "for path in ('{victim}', '/etc/hostname'):\n"
+            "    with open(path) as f:\n"
+            "        fcntl.fcntl(f, fcntl.F_SETLEASE, fcntl.F_RDLCK)"
+        ),
+        says="Operation not permitted",
+        nobody=True,
+    ),
+    Escape(
+        "lock-a-file-outside",
+        _py("import fcntl; fcntl.flock(open('{victim}'), fcntl.LOCK_EX | fcntl.LOCK_NB); print('locked')"),
+        nobody=True,
+        root_hole=(
+            "HOLE: an advisory lock (flock, fcntl) on a file outside that the command may read holds back the "
+            "programs outside that take the same lock (a package manager's lock file), until the command ends "
+            "(nothing of it outlives it); the file is never changed. Landlock and seccomp cannot tell the file"
+        ),
+        nobody_hole=(
+            "HOLE: an advisory lock (flock, fcntl) on a file outside that the command may read holds back the "
+            "programs outside that take the same lock, until the command ends"
+        ),
+    ),
+    Escape(
+        "write-through-an-inherited-descriptor",
+        "ls -l /proc/self/fd/; echo pwned >&{inherited}",
+        inherit=True,
+    ),
+    Escape(
+        "capabilities-the-launcher-inherited",
+        _py(
+            "lines = open('/proc/self/status').read().splitlines()\n"
+            "status = {{line.split(':')[0]: line.split()[-1] for line in lines if line.startswith('Cap')}}\n"
+            "print({{k: status[k] for k in ('CapInh', 'CapPrm', 'CapEff', 'CapAmb')}})\n"
+            "gained = int(status['CapEff'], 16) & (1 << 21 | 1 << 2)\n"
+            "raise SystemExit(0 if gained or int(status['CapInh'], 16) or int(status['CapAmb'], 16) else 1)"
+        ),
+        prefix=_root_inheritable_capabilities(),
+        unavailable=None if ROOT else "giving inheritable capabilities needs root",
+        needs=("setpriv",),
+    ),
     # ---- the network through the proxy ------------------------------------------------------------------------
     Escape(
         "proxy-refuses-other-host-http",
@@ -779,9 +967,59 @@ ESCAPES: list[Escape] = [
     ),
     Escape(
         "allowed-name-resolving-to-loopback",
-        "curl -sS --fail-with-body --noproxy '' -x http://127.0.0.1:3128 http://localhost:{port}/",
+        "curl -sS --fail-with-body --noproxy '' -x http://127.0.0.1:3128 http://localhost/",
         proxy=True,
-        says="resolves to",
+        says="resolves to 127.0.0.1, a loopback address",
+    ),
+    Escape(
+        "allowed-port-of-this-machines-lan-address",
+        "curl -sS --fail-with-body --noproxy '' -x http://127.0.0.1:3128 http://{lan}:{lan_port}/",
+        proxy=True,
+        allow_more=lambda world: [f"{LAN_ADDRESS}:{world.values['lan_port']}"],
+        says="an address of this machine",
+        unavailable=None if LAN_ADDRESS else "this machine has no address but loopback and link-local ones",
+    ),
+    Escape(
+        "proxy-refuses-other-ports",
+        "curl -sS --fail-with-body http://pypi.org:8443/ || curl -sS --fail-with-body https://pypi.org:8443/",
+        proxy=True,
+        says="port 8443 of pypi.org is not allowed",
+        check=_refused("pypi.org"),
+    ),
+    Escape(
+        "proxy-host-header-names-another-host",
+        _py(
+            "import socket\n"
+            "heads = [\n"
+            "    'CONNECT pypi.org:443 HTTP/1.1\\r\\nHost: evil.example.com:443\\r\\n\\r\\n',\n"
+            "    'GET http://pypi.org/ HTTP/1.1\\r\\nHost: evil.example.com\\r\\n\\r\\n',\n"
+            "    'GET http://pypi.org/ HTTP/1.1\\r\\nHost: pypi.org\\r\\nHost: evil.example.com\\r\\n\\r\\n',\n"
+            "]\n"
+            "through = []\n"
+            "for head in heads:\n"
+            "    with socket.create_connection(('127.0.0.1', 3128), timeout=20) as s:\n"
+            "        s.sendall(head.encode())\n"
+            "        status = s.recv(300)\n"
+            "        print(repr(head), '->', status)\n"
+            "        if b' 403 ' not in status and b' 400 ' not in status: through.append(head)\n"
+            "raise SystemExit(0 if through else 1)"
+        ),
+        proxy=True,
+    ),
+    Escape(
+        "proxy-tls-server-name-of-another-host",
+        _py(
+            "import socket, ssl\n"
+            "s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n"
+            "s.sendall(b'CONNECT pypi.org:443 HTTP/1.1\\r\\n\\r\\n')\n"
+            "print(s.recv(300))\n"
+            "tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE\n"
+            "tls.wrap_socket(s, server_hostname='evil.example.com')\n"
+            "print('handshake done: the front would route to evil.example.com')"
+        ),
+        proxy=True,
+        needs_network=True,
+        check=_refused("pypi.org"),
     ),
     Escape(
         "proxy-request-smuggling",
@@ -850,17 +1088,30 @@ def _attempt(row: Escape, make_world: MakeLayout, token: str, user: int | None) 
         pytest.skip(f"needs {', '.join(missing)}")
     if row.unavailable is not None:
         pytest.skip(row.unavailable)
+    if row.needs_network and not _resolves("pypi.org"):
+        pytest.skip("pypi.org does not resolve here")
     layout = make_world(owner=user)
     world = World(layout, token, user)
     try:
         if row.setup is not None:
             row.setup(world)
-        walled = world.walled = Walled(layout, PROXY_SETTINGS if row.proxy else SETTINGS, as_user=user, mark=token)
+        settings = PROXY_SETTINGS if row.proxy else SETTINGS
+        if row.allow_more is not None:
+            settings = settings.model_copy(update={"allow_hosts": [*settings.allow_hosts, *row.allow_more(world)]})
+        walled = world.walled = Walled(layout, settings, as_user=user, mark=token)
+        if row.inherit:
+            world.inherited = os.open(layout.outside / "victim.txt", os.O_WRONLY | os.O_APPEND)
         if row.late is not None:
             row.late(world)
         world.before = world.look()
         command = row.command.format(**world.values)
-        ran = walled.run(command, timeout=60.0, stdin=world.pty_slave if row.stdin_pty else subprocess.DEVNULL)
+        ran = walled.run(
+            command,
+            timeout=60.0,
+            stdin=world.pty_slave if row.stdin_pty else subprocess.DEVNULL,
+            prefix=row.prefix,
+            pass_fds=(world.inherited,) if row.inherit else (),
+        )
         shown = f"{row.id}: `{command}` -> {ran.status}\n{ran.output[-3000:]}"
         assert ran.status not in (126, 127), f"the attempt could not even start (a broken row): {shown}"
         if row.fails:

@@ -1,11 +1,12 @@
 """Real walls around a temporary user, and one shell command run inside them as the agent runs it.
 
-`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path
-(each with a secret in it) and the agent's own config and session store (`~/.config/coder-agent`,
-`~/.local/share/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
+`make_layout(base)` lays out what a command could try to reach: a fake home holding every default kept-out path and
+every credential file of `CREDENTIAL_FILES` (each with a secret in it), what builds read there (`READABLE_FILES`),
+the agent's own config, session store, state and log (`~/.config/coder-agent`, `~/.local/share/coder-agent`,
+`~/.local/state/coder-agent`), a git workspace with hooks, config and a `.coder-agent/` folder, and an `outside`
 folder of victims; `copy_layout` copies one (quicker than laying out anew). Everything belongs to the user the
 commands run as and is open to them, so that only the walls can stop a command, never file permissions. The caller
-points HOME and the XDG folders into the fake home, so that the agent's own paths (`agent.sandboxing.agent_paths`)
+points HOME and the XDG folders into the fake home, so that the agent's own paths (`sandbox.walls.agent_paths`)
 are the layout's (`Walled` checks it).
 
 `opened_sandbox(layout, settings)` opens a session's sandbox as the agent does (`CommandSandbox.open` in a task
@@ -35,31 +36,29 @@ import stat
 import subprocess
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import platformdirs
 
-from coder_agent.agent.sandboxing import agent_paths
 from coder_agent.process import spawn_group, stop_group
 from coder_agent.sandbox import probe
-from coder_agent.sandbox.cgroups import make_pids_group, remove_group
+from coder_agent.sandbox.cgroups import make_session_group, remove_group
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.proxy import HostProxy
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, SandboxConfig
-from coder_agent.sandbox.walls import build_walls
+from coder_agent.sandbox.walls import agent_paths, build_walls
 from coder_agent.secrets import child_environ
 from coder_agent.session.bridge import COMMAND_ENV, command_line
 from coder_agent.session.local_bridge import DRAIN_GRACE, KILL_GRACE
+from tests.sandbox.credentials import CREDENTIAL_FILES, FOLDER_LIKE, PATTERN_NAME, READABLE_FILES, SECRET_FILE_IN
 
 NOBODY = 65534
 MARK_VARIABLE = "SANDBOX_TEST_MARK"
 """Every command of these tests carries a marker in its environment, so what it leaves running can be found."""
-FILE_LIKE = {".netrc", ".git-credentials", ".npmrc", ".pypirc", "config.json"}
-"""Default kept-out entries that are files (the others are folders)."""
-SECRET_FILE_IN = {"~/.ssh": "id_rsa", "~/.aws": "credentials", "~/.config/gcloud": "credentials.db"}
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Sandbox Test",
     "GIT_AUTHOR_EMAIL": "sandbox@test.invalid",
@@ -70,7 +69,9 @@ GIT_IDENTITY = {
 HOOK = "#!/bin/sh\nexit 0\n"
 AGENT_CONFIG = ".config/coder-agent"
 AGENT_DATA = ".local/share/coder-agent"
-"""Where the agent keeps its config and data under a home folder (platformdirs, with the XDG folders in it)."""
+AGENT_STATE = ".local/state/coder-agent"
+"""Where the agent keeps its config, data, state and logs under a home folder (platformdirs, with the XDG folders
+in it)."""
 
 
 @dataclass(frozen=True)
@@ -109,20 +110,31 @@ def make_layout(base: Path, *, token: str, owner: int | None = None, project_con
     """Lay out a user's world under `base` (see the module docstring); `owner` is the uid the commands run as."""
     home = base / "home"
     secrets: dict[Path, str] = {}
+    targets = []
     for raw in DEFAULT_DENY_READ:
         if not raw.startswith("~/"):
             continue  # the machine's own (/etc/shadow): not laid out here
-        entry = home / raw.removeprefix("~/")
-        target = entry if entry.name in FILE_LIKE else entry / SECRET_FILE_IN.get(raw, "secret.txt")
+        entry = home / raw.removeprefix("~/").replace("*", PATTERN_NAME)
+        targets.append(entry / SECRET_FILE_IN.get(raw.rstrip("/"), "secret.txt") if raw in FOLDER_LIKE else entry)
+    targets += [home / raw.removeprefix("~/") for raw in CREDENTIAL_FILES.values()]
+    for target in dict.fromkeys(targets):
         target.parent.mkdir(parents=True, exist_ok=True)
-        secret = f"SECRET-{token}-{len(secrets):02d}-{entry.name.lstrip('.')}"
+        secret = f"SECRET-{token}-{len(secrets):02d}-{target.name.lstrip('.')}"
         target.write_text(secret + "\n", encoding="utf-8")
         secrets[target] = secret
+    for raw, text in READABLE_FILES.items():
+        path = home / raw.removeprefix("~/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if "/bin/" in raw:
+            path.chmod(0o755)
     (home / ".bashrc").write_text("# the user's shell startup\n", encoding="utf-8")
     agent_files = []
     for path, secret in (
         (home / AGENT_CONFIG / "config.toml", f"AGENT-CONFIG-{token}"),
         (home / AGENT_DATA / "sessions" / "session.jsonl", f"AGENT-SESSION-{token}"),
+        (home / AGENT_STATE / "log" / "coder-agent.log", f"AGENT-LOG-{token}"),
+        (home / AGENT_STATE / "history.jsonl", f"AGENT-STATE-{token}"),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f'# {secret}\nmodel = "openai/{secret}"\n', encoding="utf-8")
@@ -218,7 +230,7 @@ class Walled:
     """Walls built by the real code around a layout, and commands run inside them."""
 
     def __init__(self, layout: Layout, settings: SandboxConfig, *, as_user: int | None = None, mark: str = "") -> None:
-        for own in agent_paths(None):
+        for own in (platformdirs.user_config_path("coder-agent"), platformdirs.user_state_path("coder-agent")):
             if not own.is_relative_to(layout.home):
                 raise AssertionError(f"point the XDG folders into the fake home first: the agent's {own} is not there")
         self.layout = layout
@@ -234,10 +246,12 @@ class Walled:
             agent_paths=agent_paths(None),
             home=layout.home,
         )
-        pids = make_pids_group(walls.max_processes) if as_user is None else None  # a root agent's session cgroup
-        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, pids)
-        if pids is not None:
-            weakref.finalize(self, remove_group, pids)
+        group = None  # a root agent's session cgroup (processes, memory)
+        if as_user is None:
+            group = make_session_group(walls.max_processes, (settings.max_memory_mb or 4096) << 20)
+        self.sandbox = CommandSandbox(walls, probe.check(), layout.private, None, None, group)
+        if group is not None:
+            weakref.finalize(self, remove_group, group)
         self.proxy = HostProxy(proxy_socket, walls.hosts) if proxy_socket is not None else None
         self.proxy_leaks: list[str] = []
         """ResourceWarnings raised when the proxy stopped (its listener is left for the garbage collector)."""
@@ -249,13 +263,25 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
-        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end."""
-        return anyio.run(self._serve_and_run, command, timeout, stdin, env)
+        """Run `command` with bash inside the walls, in the workspace, and wait for its group to end; `prefix` goes
+        before the launcher (as `setpriv` does for `as_user`), which inherits `pass_fds`."""
+        return anyio.run(self._serve_and_run, command, timeout, stdin, env, prefix, pass_fds)
 
-    async def _serve_and_run(self, command: str, timeout: float, stdin: int, env: Mapping[str, str] | None) -> Ran:
+    async def _serve_and_run(
+        self,
+        command: str,
+        timeout: float,
+        stdin: int,
+        env: Mapping[str, str] | None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
+    ) -> Ran:
+        more = {"prefix": prefix, "pass_fds": pass_fds}
         if self.proxy is None:
-            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+            return await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
         with contextlib.suppress(FileNotFoundError):
             self.proxy.socket_path.unlink()
         with warnings.catch_warnings(record=True) as caught:
@@ -263,7 +289,7 @@ class Walled:
             async with anyio.create_task_group() as tasks:
                 await self.proxy.serve(tasks)
                 try:
-                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env)
+                    ran = await self.run_async(command, timeout=timeout, stdin=stdin, env=env, **more)
                 finally:
                     tasks.cancel_scope.cancel()
             gc.collect()
@@ -280,6 +306,8 @@ class Walled:
         timeout: float = 30.0,
         stdin: int = subprocess.DEVNULL,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        pass_fds: Sequence[int] = (),
     ) -> Ran:
         return await run_inside(
             self.sandbox,
@@ -290,6 +318,8 @@ class Walled:
             stdin=stdin,
             env={MARK_VARIABLE: self.mark, **(env or {})},
             as_user=self.as_user,
+            prefix=prefix,
+            pass_fds=pass_fds,
         )
 
 
@@ -327,9 +357,12 @@ async def run_inside(
     stdin: int = subprocess.DEVNULL,
     env: Mapping[str, str] | None = None,
     as_user: int | None = None,
+    prefix: Sequence[str] = (),
+    pass_fds: Sequence[int] = (),
 ) -> Ran:
     """Run `bash -c command` inside `sandbox`'s walls as the agent does (see the module docstring)."""
     argv, extra_env = await command_line(command, sandbox)
+    argv = [*prefix, *argv]
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", "--", *argv]
     guard = sandbox.guard()  # as the bridges do: the command's mark, and the git redirects it must not leave
@@ -337,13 +370,12 @@ async def run_inside(
         **child_environ(),
         **COMMAND_ENV,
         **extra_env,
-        **guard.env,
         "HOME": str(home),
         **GIT_IDENTITY,
         **(env or {}),
     }
     process = await spawn_group(
-        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        argv, cwd=cwd, env=full_env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds
     )
     chunks: list[bytes] = []
     drained = anyio.Event()
@@ -398,9 +430,9 @@ def snapshot(paths: tuple[Path, ...]) -> dict[str, Entry]:
     return seen
 
 
-def survivors(mark: str) -> list[int]:
+def survivors(mark: str, variable: str = MARK_VARIABLE) -> list[int]:
     """The processes whose environment carries `mark` (what a command left running)."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
+    needle = f"{variable}={mark}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -94,3 +94,23 @@ async def wait_groups_gone(*pgids: int, timeout: float = 10) -> None:
     with anyio.fail_after(timeout):
         while any(group_alive(pgid) for pgid in pgids):
             await anyio.sleep(0.02)
+
+
+def carrying(entry: str) -> list[int]:
+    """The processes whose environment holds `entry` (`NAME=value`); Linux only (elsewhere none)."""
+    needle = entry.encode()
+    found = []
+    for path in _PROC.glob("[0-9]*/environ") if HAS_PROC else ():
+        try:
+            if needle in path.read_bytes().split(b"\0"):
+                found.append(int(path.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+async def wait_carried(entry: str, *, present: bool, timeout: float = 20) -> None:
+    """Wait until some process carries `entry` in its environment (or, with `present=False`, none does)."""
+    with anyio.fail_after(timeout):
+        while bool(carrying(entry)) != present:
+            await anyio.sleep(0.02)

@@ -142,3 +142,22 @@ def test_front_matter_is_optional_and_only_at_the_start() -> None:
     assert split_front_matter("no front matter\n---\nx: 1\n---\n") == ({}, "no front matter\n---\nx: 1\n---\n")
     assert split_front_matter("---\n---\nbody") == ({}, "body")
     assert split_front_matter("---\r\nname: a\r\n---\r\nbody") == ({"name": "a"}, "body")
+
+
+def test_a_project_file_the_caller_refuses_is_not_read(project: Path) -> None:
+    """Inside the repository, but kept out (a `read:` deny rule, the sandbox's list): refused, never read."""
+    write(project / ".env", "TOKEN=the-secret\n")
+    commands = project / ".coder-agent" / "commands"
+    commands.mkdir(parents=True)
+    os.symlink(project / ".env", commands / "env.md")
+    write(commands / "fine.md", "Do the thing.\n")
+
+    def refuse(real: Path) -> str | None:
+        return "reading it is denied by the rule `read:.env`" if real.name == ".env" else None
+
+    catalog = load_catalog(project, [], refuse=refuse)
+    assert "the-secret" not in repr(catalog)
+    assert any("denied by the rule" in problem for problem in catalog.problems)
+    with pytest.raises(ValueError, match="denied by the rule"):
+        read_body(commands / "env.md", project, refuse=refuse)
+    assert read_body(commands / "fine.md", project, refuse=refuse) == "Do the thing."

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from coder_agent import reaper
-from coder_agent.process import spawn_group, stop_group
+from coder_agent.process import OWNER_MARK, OWNER_VARIABLE, child_env, run_sync, spawn_group, stop_group
 from tests.support.processes import HAS_PROC, group_alive, wait_gone, wait_groups_gone
 
 pytestmark = [
@@ -123,3 +123,28 @@ async def test_groups_end_with_a_sigkilled_owner_even_after_its_reaper_was_kille
         for pgid in (first, second, left_its_group):
             if group_alive(pgid):
                 os.killpg(pgid, signal.SIGKILL)
+
+
+async def test_children_start_from_the_scrubbed_environment_with_the_owner_mark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GH_TOKEN", "ghp_process_test_0123456789")
+    monkeypatch.setenv("PLAIN_SETTING", "kept")
+    env = child_env({"EXTRA": "1"})
+    assert "GH_TOKEN" not in env and env["PLAIN_SETTING"] == "kept" and env["EXTRA"] == "1"
+    assert env[OWNER_VARIABLE] == OWNER_MARK.partition("=")[2]
+    process = await spawn_group([sys.executable, "-c", "import os; print(sorted(os.environ))"], stderr=None)
+    assert process.stdout is not None
+    seen = b"".join([chunk async for chunk in process.stdout]).decode()
+    await stop_group(process)
+    assert "GH_TOKEN" not in seen and "PLAIN_SETTING" in seen and OWNER_VARIABLE in seen
+
+
+async def test_run_sync_kills_the_whole_group_at_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pid_file = tmp_path / "child.pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_sync(["bash", "-c", f"sleep 300 & echo $! > {pid_file}; wait"], timeout=1.0)
+    await wait_gone(int(pid_file.read_text()))  # the leader's child went with it
+    monkeypatch.setenv("GH_TOKEN", "ghp_process_test_0123456789")
+    done = run_sync(["bash", "-c", "echo $GH_TOKEN-x"], timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == b"-x"

@@ -1,5 +1,6 @@
-"""The list of key variables matches what the installed litellm reads (the agent never imports litellm for it), and a
-key is redacted in the forms a provider's echo of it takes."""
+"""Secrets stay in the agent: the list of key variables matches what the installed litellm reads (without importing
+litellm); every variable whose name or value says secret stays out of children (`secrets.child_environ`) unless
+the user's `sandbox.pass_env` names it; and a secret is redacted in the forms a provider's echo of it takes."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import base64
 import subprocess
 import sys
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
 from coder_agent import secrets
+from coder_agent.config import load_config
 from coder_agent.known_keys import KNOWN_KEY_VARIABLES
 from tests.support.litellm_keys import derive
 
@@ -30,6 +33,84 @@ def test_scrubbing_a_child_environment_does_not_import_litellm() -> None:
     code = "import sys; from coder_agent import secrets; secrets.child_environ(); print('litellm' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+# ---- secrets by pattern --------------------------------------------------------------------------------------------
+
+ENVIRON = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/u",
+    "LANG": "C.UTF-8",
+    "GIT_AUTHOR_NAME": "Ada",
+    "XAUTHORITY": "/home/u/.Xauthority",
+    "PIP_INDEX_URL": "https://pypi.org/simple",
+    "GIT_REMOTE": "ssh://git@github.com/o/r.git",
+    "KEYTIMEOUT": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "UV_KEYRING_PROVIDER": "disabled",
+    "GH_TOKEN": "ghp_0123456789abcdefghij",
+    "GITHUB_TOKEN": "ghs_0123456789abcdefghij",
+    "NPM_TOKEN": "npm_0123456789abcdefghij",
+    "CI_JOB_TOKEN": "glcbt-0123456789abcdef",
+    "CARGO_REGISTRY_TOKEN": "cio0123456789abcdef",
+    "npm_config__auth": "dXNlcjpwYXNzd29yZA==",
+    "DOCKER_AUTH_CONFIG": '{"auths": {"r": {"auth": "dXNlcjpw"}}}',
+    "PGPASSWORD": "postgres-secret-123",
+    "MYSQL_PWD": "mysql-secret-123",
+    "VAULT_TOKEN": "hvs.0123456789abcdef",
+    "my_api_key": "lowercase-0123456789",
+    "SENTRY_AUTH_TOKEN": "sntrys_0123456789",
+    "TWINE_PASSWORD": "pypi-0123456789abcdef",
+    "GPG_PASSPHRASE": "correct horse battery",
+    "SESSION_COOKIE": "sid=0123456789abcdef",
+    "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.123",
+    "GOOGLE_CREDENTIALS_FILE": "/home/u/creds.json",
+    "DATABASE_URL": "postgres://app:s3cret-pass@db.internal/app",
+    "UV_INDEX_URL": "https://user:pass@pypi.example.com/simple",
+    "REMOTE": "https://ghp_0123456789abcdef@github.com/o/r.git",
+    "OPENAI_API_KEY": "sk-openai-0123456789",
+}
+KEPT = {"PATH", "HOME", "LANG", "GIT_AUTHOR_NAME", "XAUTHORITY", "PIP_INDEX_URL", "GIT_REMOTE", "KEYTIMEOUT",
+        "TOKENIZERS_PARALLELISM", "UV_KEYRING_PROVIDER"}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _nothing_passed() -> None:
+    secrets.let_through(())
+
+
+@pytest.mark.parametrize("name", sorted(set(ENVIRON) - KEPT))
+def test_secrets_by_name_or_by_value_never_reach_a_child(name: str) -> None:
+    assert name not in secrets.child_environ(ENVIRON)
+    assert secrets.editor_terminal_env(ENVIRON)[name] == ""  # the editor's terminal: set empty
+
+
+def test_ordinary_variables_pass() -> None:
+    assert set(secrets.child_environ(ENVIRON)) == KEPT
+    assert set(secrets.editor_terminal_env(ENVIRON)) == set(ENVIRON) - KEPT
+
+
+def test_pass_env_lets_named_ones_through_and_they_stay_redacted() -> None:
+    secrets.let_through(["GH_TOKEN", "SSH_AUTH_SOCK"])
+    env = secrets.child_environ(ENVIRON)
+    assert env["GH_TOKEN"] == ENVIRON["GH_TOKEN"] and env["SSH_AUTH_SOCK"] == ENVIRON["SSH_AUTH_SOCK"]
+    assert "GITHUB_TOKEN" not in env and "GH_TOKEN" not in secrets.editor_terminal_env(ENVIRON)
+    assert secrets.redact(f"token {ENVIRON['GH_TOKEN']}", ENVIRON) == "token [redacted GH_TOKEN]"
+
+
+def test_secret_values_are_redacted_but_a_socket_path_is_not() -> None:
+    text = " ".join(ENVIRON[name] for name in ("NPM_TOKEN", "DATABASE_URL", "PGPASSWORD", "SSH_AUTH_SOCK"))
+    redacted = secrets.redact(text, ENVIRON)
+    assert "npm_0123" not in redacted and "s3cret-pass" not in redacted and "postgres-secret" not in redacted
+    assert ENVIRON["SSH_AUTH_SOCK"] in redacted
+    assert secrets.redact(ENVIRON["PIP_INDEX_URL"], ENVIRON) == ENVIRON["PIP_INDEX_URL"]
+
+
+def test_the_project_file_cannot_pass_a_secret(tmp_path: Path) -> None:
+    root = tmp_path
+    (root / ".coder-agent").mkdir()
+    (root / ".coder-agent" / "config.toml").write_text('[sandbox]\npass_env = ["GH_TOKEN"]\n', encoding="utf-8")
+    assert load_config(root, environ={}, user_config_path=root / "none.toml").sandbox.pass_env == []
 
 
 KEY = "sk-proj-a+b/c=d_0123456789abcdef"

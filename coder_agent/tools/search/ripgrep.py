@@ -1,8 +1,9 @@
 """The ripgrep backend: finding `rg`, its command lines, running it, and parsing its `--null` output as it arrives.
 
 `find_rg` looks beside this interpreter first (the PyPI `ripgrep` wheel installs `rg` into the environment's scripts
-directory), then on PATH. The process runs with stdin from /dev/null and its output piped to us (never to our
-stdout, which carries ACP), and is killed on timeout, on cancellation, or once enough results were read.
+directory), then on PATH. The process runs as `process.spawn_helper` (the environment every child gets, without
+secrets) with stdin from /dev/null and its output piped to us (never to our stdout, which
+carries ACP), and is killed on timeout, on cancellation, or once enough results were read.
 
 Two ripgrep behaviours are worked around here:
 
@@ -20,7 +21,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import time
@@ -31,7 +31,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from coder_agent.secrets import child_environ
+from coder_agent.process import spawn_helper
 from coder_agent.tools.search.gitignore import parent_rules
 from coder_agent.tools.search.globs import GlobFilter
 from coder_agent.tools.search.query import GrepQuery, OutputMode
@@ -176,25 +176,25 @@ async def _run(
                 stderr.extend(chunk[: _STDERR_KEPT - len(stderr)])
 
     timed_out = False
-    async with await anyio.open_process(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=child_environ()
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        try:
-            with anyio.move_on_after(max(timeout, 0)) as scope:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(drain, process.stderr)
-                    async for chunk in process.stdout:
-                        if not feed(chunk):
-                            process.kill()
-                            break
-                await process.wait()
-            timed_out = scope.cancelled_caught
-        finally:
-            if process.returncode is None:
-                with suppress(ProcessLookupError):
-                    process.kill()
+    process = await spawn_helper(args, cwd=cwd)  # the scrubbed environment; rg starts nothing itself
+    assert process.stdout is not None
+    assert process.stderr is not None
+    try:
+        with anyio.move_on_after(max(timeout, 0)) as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(drain, process.stderr)
+                async for chunk in process.stdout:
+                    if not feed(chunk):
+                        process.kill()
+                        break
+            await process.wait()
+        timed_out = scope.cancelled_caught
+    finally:
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.kill()
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
     return process.returncode, bytes(stderr), timed_out
 
 

@@ -333,7 +333,10 @@ def _with(capabilities: dict[str, Any]) -> Conformance:
 
 
 def _announce(child: str = "child-1", **fields: Any) -> dict[str, Any]:
-    return _update({"sessionUpdate": "subagent_update", "subagentSessionId": child, **fields})
+    """A `subagent_update` in both shapes, the RFD's and the SDK draft's, as the agent sends it."""
+    sdk = {"sessionId": child, "title": fields.get("name"), "description": fields.get("task")}
+    both = {**{k: v for k, v in sdk.items() if v is not None}, **fields}
+    return _update({"sessionUpdate": "subagent_update", "subagentSessionId": child, **both})
 
 
 def _on(session: str, update: dict[str, Any]) -> dict[str, Any]:
@@ -362,7 +365,7 @@ def test_a_sub_agent_announced_then_ended_before_the_prompt_answer_passes() -> N
         ({"subagents": {}}, [_announce(), _result(2, {"stopReason": "end_turn"})], "have no terminal state"),
         (
             {"subagents": {}},
-            [_announce(), _on("other", {"sessionUpdate": "subagent_update", "subagentSessionId": "child-1"})],
+            [_announce(), _on("other", _announce()["params"]["update"])],
             "not its parent",
         ),
     ],
@@ -400,15 +403,55 @@ def test_the_client_may_cancel_only_a_child_that_allows_it_and_never_prompt_one(
         conf.check_client_to_agent(_request(9, "session/prompt", {"sessionId": "child-1", "prompt": []}))
 
 
-def test_plan_updates_need_the_capability_and_the_rfds_shape() -> None:
-    markdown = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "id": "p", "content": "# Plan"}}
+def test_plan_updates_need_the_capability_and_both_shapes() -> None:
+    plan = {"type": "markdown", "id": "p", "planId": "p", "content": "# Plan"}
+    markdown = {"sessionUpdate": "plan_update", "plan": plan}
     _with({"plan": {}}).check_agent_to_client(_update(markdown))
-    _with({"planCapabilities": {}}).check_agent_to_client(_update({"sessionUpdate": "plan_removed", "id": "p"}))
+    removed = {"sessionUpdate": "plan_removed", "id": "p", "planId": "p"}
+    _with({"planCapabilities": {}}).check_agent_to_client(_update(removed))
     with pytest.raises(AssertionError, match="did not advertise plan"):
         _with({}).check_agent_to_client(_update(markdown))
-    without_id = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "content": "# Plan"}}
+    without_id = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": "p", "content": "# Plan"}}
     with pytest.raises(AssertionError, match="RfdSessionNotification"):
         _with({"plan": {}}).check_agent_to_client(_update(without_id))
+    rfd_only = {"sessionUpdate": "plan_update", "plan": {"type": "markdown", "id": "p", "content": "# Plan"}}
+    with pytest.raises(AssertionError, match="planId too"):
+        _with({"plan": {}}).check_agent_to_client(_update(rfd_only))
+    with pytest.raises(AssertionError, match="planId too"):
+        _with({"plan": {}}).check_agent_to_client(_update({"sessionUpdate": "plan_removed", "id": "p"}))
+
+
+@pytest.mark.parametrize(
+    ("update", "problem"),
+    [
+        ({"sessionUpdate": "subagent_update", "subagentSessionId": "child-1"}, "SDK's sessionId too"),
+        (
+            {"sessionUpdate": "subagent_update", "subagentSessionId": "child-1", "sessionId": "child-1", "name": "x"},
+            "SDK's title too",
+        ),
+        (
+            {"sessionUpdate": "subagent_update", "subagentSessionId": "child-1", "sessionId": "child-2"},
+            "SDK's sessionId too",
+        ),
+        (
+            {**_announce()["params"]["update"], "state": {"state": "idle", "stopReason": "end_turn"}},
+            "does not match RfdSessionNotification",
+        ),
+        ({**_announce()["params"]["update"], "title": 7, "name": 7}, "RfdSessionNotification"),
+        ({**_announce()["params"]["update"], "additionalDirectories": "x"}, "as the SDK's unstable types read them"),
+    ],
+    ids=["rfd-only", "name-without-title", "ids-disagree", "sdk-state", "title-not-text", "sdk-field-broken"],
+)
+def test_a_sub_agent_update_must_be_read_by_rfd_and_sdk_clients(update: dict[str, Any], problem: str) -> None:
+    conf = _with({"subagents": {}})
+    with pytest.raises(AssertionError, match=problem):
+        conf.check_agent_to_client(_update(update))
+
+
+def test_the_rfd_shapes_of_state_and_cancel_are_read_by_sdk_clients_as_not_given() -> None:
+    conf = _with({"subagents": {}})
+    conf.check_agent_to_client(_announce(name="explore-1", task="Look", capabilities={"cancel": True}))
+    conf.check_agent_to_client(_announce(state="completed"))
 
 
 def test_lsp_proxy_calls_follow_the_rfd_and_need_the_capability() -> None:

@@ -72,6 +72,8 @@ async def test_atif_has_the_prompt_each_model_call_and_what_the_tools_gave_back(
     assert all(step["llm_call_count"] == 1 for step in steps[2:])
     assert atif["final_metrics"]["total_steps"] == 5
     assert atif["final_metrics"]["total_cost_usd"] == pytest.approx(0.002)
+    assert atif["final_metrics"]["total_prompt_tokens"] == 100  # the session's tokens, kept with it
+    assert atif["final_metrics"]["total_completion_tokens"] == 10
     assert "notes" not in atif  # never compacted
 
 
@@ -82,8 +84,7 @@ async def test_markdown_shows_the_conversation_and_no_fence_can_be_broken(tmp_pa
 
     assert text.startswith("# fix the notes\n")
     assert f"- **Session:** `{session}`" in text
-    assert "## You\n\nfix the notes" in text
-    assert "> The file first." in text
+    assert "## You\n\nfix the notes\n\n## Agent\n\n> The file first.\n" in text  # thinking is the agent's
     assert "### ✓ Write notes.md" in text
     assert "-broken\n" in text and "+fixed" in text  # the diff of the edit
     assert text.rstrip().endswith("Done: the notes are fixed.")
@@ -169,6 +170,10 @@ async def test_main_finds_a_session_by_the_start_of_its_id_and_writes_a_file(
     out.parent.mkdir()
     assert main(session[:12], "atif", out, store=store) == 0
     assert json.loads(out.read_text())["session_id"] == session
+    assert out.stat().st_mode & 0o777 == 0o600, "what the session read stays the owner's"
+    out.chmod(0o644)
+    assert main(session, "atif", out, store=store) == 0
+    assert out.stat().st_mode & 0o777 == 0o600, "an export over an older one makes it private too"
 
     assert main(session, "markdown", None, store=store) == 0
     assert capsys.readouterr().out.startswith("# fix the notes")
@@ -236,3 +241,44 @@ def test_markdown_shows_plans_compactions_links_and_images(tmp_path: Path) -> No
     assert "### ✗ Edit `odd`.py" in text
     assert "`` `odd`.py ``" in text
     assert "+new" in text and "it failed" in text
+
+
+def test_markdown_shows_a_sub_agent_once_output_fenced_once_and_the_mode_the_session_worked_in(
+    tmp_path: Path,
+) -> None:
+    now = utc_now()
+    environment = {"Permission mode": "Auto (sandboxed) (Edits in the workspace …)"}
+    record = SessionRecord(
+        session_id="s5",
+        cwd=str(tmp_path),
+        created_at=now,
+        updated_at=now,
+        mode="default",
+        messages=[{"role": "system", "content": "You are…", "environment": environment}],
+        events=[
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "look"}},
+            {"sessionUpdate": "subagent_update", "subagentSessionId": "child", "state": "running"},
+            {"sessionUpdate": "agent_message_chunk", "_sessionId": "child", "content": {"type": "text", "text": "A1"}},
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t",
+                "title": "Explore: look",
+                "kind": "think",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "A1"}}],
+            },
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "c",
+                "title": "ls nothere",
+                "kind": "execute",
+                "status": "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "```\nls: nothere\n\n```"}}],
+            },
+        ],
+    )
+    text = render(record, "markdown")
+    assert text.count("A1") == 1, "the sub-agent's answer is its task call's, once"
+    assert "```\nls: nothere\n```" in text and "````" not in text, text
+    assert "- **Mode:** auto (its last prompt's; the session's own: default)" in text
+    assert json.loads(render(record, "atif"))["agent"]["extra"]["mode"] == "auto"

@@ -203,3 +203,33 @@ async def test_a_rendered_answer_shows_control_characters_as_escapes() -> None:
     raw = stdout.file.getvalue()
     assert "\x1b[2K" not in raw and "\x1b]0;" not in raw and "\u202e" not in raw
     assert visible("\x1b[2K") in stdout.export_text(), "the person sees something is there"
+
+
+@pytest.mark.anyio
+async def test_job_tools_sub_agents_and_notes_show_as_a_person_reads_them() -> None:
+    """A background job's output without its fence, a job tool not as a shell command, a note without its Markdown
+    marks, a sub-agent's steps and answer when it ends."""
+    console = recording()
+    output = TextOutput(Stdout(io.StringIO()), console)
+    job = "Started job 1 (`serve`) in the background; it is running.\n\n```\nListening\n\n```"
+    waited = "job 1 (`serve`): running.\n\n_No new output._"
+    child = "**explore-1** · look\n- ✓ Find `*.txt`\n2 model requests · 964 tokens in, 10 out"
+    await show_all(
+        output,
+        [
+            ToolCallStart(tool_call_id="j", title="serve (background job)", name="run_command", kind="execute"),
+            ToolCallUpdate(tool_call_id="j", status="completed", content=[text_content(job)]),
+            ToolCallStart(tool_call_id="w", title="Wait for job 1", name="job_wait", kind="execute"),
+            ToolCallUpdate(tool_call_id="w", status="completed", content=[text_content(waited)]),
+            ToolCallStart(tool_call_id="t", title="Explore: look", name="task", kind="think"),
+            ToolCallUpdate(
+                tool_call_id="t", status="completed", content=[text_content(child), text_content("It is in a.txt.")]
+            ),
+        ],
+    )
+    shown = console.export_text()
+    assert "```" not in shown and "_No new output._" not in shown and "**" not in shown, shown
+    assert "$ serve (background job)" in shown and "    Listening" in shown
+    assert "• Wait for job 1" in shown and "$ Wait" not in shown
+    assert "    No new output." in shown
+    assert "    explore-1 · look\n    - ✓ Find `*.txt`\n" in shown and "    It is in a.txt." in shown

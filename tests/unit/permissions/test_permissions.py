@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from coder_agent import secrets
@@ -812,6 +812,7 @@ command_lines = st.recursive(st.one_of(benign, denied), _combine, max_leaves=6).
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(line=command_lines)
+@example(line=("sqlite3 db '.shell bash -c '\"'\"'X=1 r\\m'\"'\"''", True))  # found in CI: sqlite3 re-quotes the words
 def test_no_command_line_running_a_denied_command_is_ever_allowed(ws: Workspace, line: tuple[str, bool]) -> None:
     text, _ = line
     action = ws.action("execute", text)

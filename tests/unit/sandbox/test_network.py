@@ -84,8 +84,6 @@ async def test_another_sessions_commands_cannot_reach_it(work: Path, tasks: anyi
 
 
 async def test_the_holder_is_out_of_reach_and_ends_with_the_session(work: Path, tasks: anyio.abc.TaskGroup) -> None:
-    if probe.check().landlock_abi < 6:
-        pytest.skip("signals are scoped from Landlock ABI 6 (before, a killed holder is started again)")
     sandbox = await opened(work, tasks)
     assert sandbox.network is not None
     try:
@@ -95,7 +93,7 @@ async def test_the_holder_is_out_of_reach_and_ends_with_the_session(work: Path, 
         code, output = await through_launcher(
             sandbox, work, ["bash", "-c", f"kill -9 {holder}; kill -STOP {holder}; echo sent"]
         )
-        assert "Operation not permitted" in output and alive(holder)
+        assert "No such process" in output and alive(holder)  # its pid means nothing in the command's namespace
         leave = (
             "import ctypes, os\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"

@@ -35,7 +35,14 @@ def test_the_seccomp_program_is_well_formed(arch: str) -> None:
     for index, (code, jt, jf, _) in enumerate(instructions):
         if code & 0x07 == 0x05:  # a jump: both targets inside the program, forward only (BPF)
             assert index + 1 + max(jt, jf) < len(instructions)
-    assert instructions[-1][0] == 0x06 and instructions[-1][3] == seccomp.RET_ERRNO | seccomp.ENOSYS
+    returns = {k for code, _, _, k in instructions if code == 0x06}
+    assert instructions[-1][0] == 0x06  # every path ends in a return
+    assert returns == {
+        seccomp.RET_ALLOW,
+        seccomp.RET_ERRNO | seccomp.EPERM,
+        seccomp.RET_ERRNO | seccomp.ENOSYS,
+        seccomp.RET_ERRNO,
+    }
     assert instructions[1][3] == seccomp.AUDIT_ARCH[arch]  # the architecture is checked first
     denied = {k for code, _, _, k in instructions if code == 0x15}
     assert {seccomp.SYSCALLS[arch][name] for name in ("mount", "unshare", "ptrace", "bpf")} <= denied
@@ -118,15 +125,18 @@ def test_a_folder_holding_the_home_folder_cannot_be_walled(tmp_path: Path, root:
 
 def test_the_seatbelt_profile_takes_paths_as_parameters_only() -> None:
     hostile = '/x") (allow default) ("'
-    spec = {"write": [hostile], "protect": ["/w/.git/hooks"], "deny": ["/h/.ssh"]}
+    spec = {"write": [hostile], "protect": ["/w/.git/hooks"], "deny": ["/h/.ssh"], "pin": ["/w/.git"]}
     text, params = seatbelt.profile(spec, proxy=False)
     assert hostile not in text and params["WRITE0"] == hostile
-    assert "(deny default)" in text and '(allow file-write* (subpath (param "WRITE0")))' in text
+    assert "(deny default)" in text and '(allow file-read* file-write* (subpath (param "WRITE0")))' in text
     assert '(deny file-write* (subpath (param "PROTECT0")))' in text
     assert '(deny file-read* file-write* (subpath (param "DENY0")))' in text
     assert "unix-socket" not in text
-    proxied, _ = seatbelt.profile({**spec, "unix_sockets": ["yes"]}, proxy=True)
-    assert f"localhost:{seatbelt.PROXY_PORT}" in proxied and "(remote unix-socket)" in proxied
+    proxied, _ = seatbelt.profile({**spec, "unix_sockets": ["yes"]}, proxy=True, proxy_port=40123)
+    assert '(allow network-outbound (remote ip "localhost:40123"))' in proxied and "(remote unix-socket)" in proxied
+    assert "localhost:*" not in proxied and "network-bind" not in proxied
+    no_port, _ = seatbelt.profile(spec, proxy=True)  # the proxy has no port: no network at all
+    assert "network-outbound" not in no_port and "network-bind" not in no_port
     argv = seatbelt.argv(spec, ["bash", "-c", "true"], proxy=False)
     assert argv[:2] == [seatbelt.SANDBOX_EXEC, "-p"] and argv[-3:] == ["bash", "-c", "true"]
     assert f"WRITE0={hostile}" in argv

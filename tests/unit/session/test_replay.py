@@ -131,6 +131,11 @@ def test_a_sub_agent_never_ended_is_ended_as_disconnected_once() -> None:
     orphan = log.for_child("lost")
     orphan.record({"sessionUpdate": "tool_call", "toolCallId": "c9", "title": "grep", "status": "pending"})
     assert log.repair() == (2, 0)  # the child's call, failed, and the orphan, disconnected
-    assert log.events[-1] == {"sessionUpdate": "subagent_update", "subagentSessionId": "lost", "state": "disconnected"}
+    assert log.events[-1] == {
+        "sessionUpdate": "subagent_update",
+        "subagentSessionId": "lost",
+        "sessionId": "lost",
+        "state": "disconnected",
+    }
     assert log.events[-2]["status"] == "failed"
     assert log.repair() == (0, 0), "a second load ends nothing again"
