@@ -20,6 +20,7 @@ from tests.support.fake_llm import Call, FakeLLM, Fault, Reply, Usage
 from tests.support.headless import RUN_WAIT, Ran, run_here
 from tests.support.processes import group_alive, wait_groups_gone
 from tests.support.spawn import agent_env, poll_until, spawned_agent, stored_session
+from tests.support.user_config import LANGUAGE_SERVERS_OFF
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -33,6 +34,7 @@ EDIT_SCRIPT = [
     Reply(calls=[Call("edit_file", {"path": "main.py", "old_string": "hello", "new_string": "bye"})]),
     Reply("Changed the greeting."),
 ]
+"""An edit the script does not check: the runs given it turn the check before finishing off (`no_finish_check`)."""
 
 
 async def run(
@@ -57,6 +59,14 @@ def work(tmp_path: Path) -> Path:
     return folder
 
 
+def no_finish_check(tmp_path: Path) -> None:
+    """The user config of the agents run under `tmp_path` turns the check before finishing off (its follow-up
+    is `tests/e2e/test_run_finish_check.py`'s), the language servers off as every test's."""
+    config = tmp_path / "xdg-config" / "coder-agent" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("check_before_finishing = false\n" + LANGUAGE_SERVERS_OFF, encoding="utf-8")
+
+
 def user_messages(llm: FakeLLM) -> list[str]:
     """What the user said in the last request (environment updates left out)."""
     said = [m["content"] for m in llm.last_request["messages"] if m["role"] == "user"]
@@ -67,6 +77,7 @@ async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
     tmp_path: Path, work: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.script(EDIT_SCRIPT)
+    no_finish_check(tmp_path)
     ran = await run_here(tmp_path, "--cwd", str(work), "--mode", "accept-edits", "Say bye", llm=fake_llm)
     assert ran.code == 0, ran.stderr
     assert ran.stdout == "Let me look.\n\nChanged the greeting.\n"
@@ -81,6 +92,7 @@ async def test_text_puts_the_answer_on_stdout_and_the_work_on_stderr(
 
 async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(EDIT_SCRIPT)
+    no_finish_check(tmp_path)
     ran = await run_here(
         tmp_path, "--cwd", str(work), "--mode", "accept-edits", "--output-format", "json", "Say bye", llm=fake_llm
     )
@@ -104,6 +116,7 @@ async def test_json_prints_one_object_at_the_end(tmp_path: Path, work: Path, fak
 
 async def test_stream_json_prints_each_event_as_a_line(tmp_path: Path, work: Path, fake_llm: FakeLLM) -> None:
     fake_llm.script(EDIT_SCRIPT)
+    no_finish_check(tmp_path)
     args = ["--cwd", str(work), "--mode", "accept-edits", "--output-format", "stream-json", "Say bye"]
     ran = await run_here(tmp_path, *args, llm=fake_llm)
     assert ran.code == 0, ran.stderr

@@ -125,4 +125,6 @@ async def test_a_cancel_from_a_question_ends_the_other_reads_of_its_reply(tmp_pa
             await editor.cancel(session)
     assert answers == ["cancelled"]
     assert len(editor.permission_requests) == 1, "nothing more is asked after the cancel"
-    assert all(shown[-1] == "failed" for shown in statuses(client, session).values())
+    # neither call started (one waited for its answer, the other for its turn to ask): no status follows the cancel,
+    # the client marks them cancelled itself (Zed's e2e test, `tests/protocol/test_cancelled_calls.py`)
+    assert [shown[-1] for shown in statuses(client, session).values()] == ["pending", "pending"]

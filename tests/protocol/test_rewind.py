@@ -82,7 +82,13 @@ async def test_rewinding_to_before_the_second_prompt_restores_files_and_conversa
     model = three_turns()
     store = SessionStore(tmp_path / "store")
     async with scripted_agent(
-        tmp_path, model, capabilities=CAPABILITIES, editor=True, store=store, default_mode="full-auto"
+        tmp_path,
+        model,
+        capabilities=CAPABILITIES,
+        editor=True,
+        store=store,
+        default_mode="full-auto",
+        check_before_finishing=False,
     ) as (client, session, _):
         first, second, third = await prompts(client, session, "create a", "edit a, create b", "edit a, delete gone")
         before_second = {"a.txt": "one\n", "gone.txt": "bye\n", "keep.txt": "untouched\n"}
@@ -140,7 +146,13 @@ async def test_session_load_after_a_rewind_replays_one_turn(tmp_path: Path) -> N
     model = three_turns()
     store = SessionStore(tmp_path / "store")
     async with scripted_agent(
-        tmp_path, model, capabilities=CAPABILITIES, editor=True, store=store, default_mode="full-auto"
+        tmp_path,
+        model,
+        capabilities=CAPABILITIES,
+        editor=True,
+        store=store,
+        default_mode="full-auto",
+        check_before_finishing=False,
     ) as (client, session, _):
         _, second, _ = await prompts(client, session, "create a", "edit a, create b", "edit a, delete gone")
         await client.request("_session/rewind", rewind(session, second, mode="both"))
@@ -159,7 +171,9 @@ async def test_a_file_the_user_changed_is_reported_not_overwritten(tmp_path: Pat
     work.mkdir()
     (work / "gone.txt").write_text("bye\n")
     model = three_turns()
-    async with scripted_agent(tmp_path, model, capabilities=CAPABILITIES, editor=True, default_mode="full-auto") as (
+    async with scripted_agent(
+        tmp_path, model, capabilities=CAPABILITIES, editor=True, default_mode="full-auto", check_before_finishing=False
+    ) as (
         client,
         session,
         _,
