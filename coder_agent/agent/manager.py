@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from coder_agent import extensions, secrets
-from coder_agent.agent import commands, observers, sandboxing, system_prompt, wake
+from coder_agent.agent import commands, isolated, observers, sandboxing, system_prompt, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
 from coder_agent.config import Config
@@ -234,6 +234,8 @@ class SessionManager:
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
+            if (swept := await isolated.sweep(cwd)) is not None:  # sub-agents' worktrees an agent that died left
+                services.notices.append(swept)
             await observers.observe(session, config)  # its language servers, hooks and telemetry
             if mcp_servers:
                 await _connect_mcp(session, mcp_servers, self.runner)

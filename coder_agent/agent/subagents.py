@@ -31,8 +31,9 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent import prompts
+from coder_agent import nofollow, prompts
 from coder_agent.agent import workspace
+from coder_agent.agent.isolated import ChildPlace, Isolation
 from coder_agent.agent.metering import MeteredModel
 from coder_agent.agent.turn import Turn
 from coder_agent.config import Config
@@ -56,7 +57,7 @@ from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.session.background import BackgroundCommand
 from coder_agent.session.bridge import ClientBridge, CommandResult, ShowContent
 from coder_agent.session.conversation import Conversation, Spending
-from coder_agent.session.delegation import Delegated, Delegation, ShowProgress
+from coder_agent.session.delegation import Delegated, Delegation, ParentCall, ShowProgress
 from coder_agent.session.file_memory import FileMemory
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.replay import ReplayLog
@@ -95,16 +96,21 @@ class Subagents:
         self.settings = parent.config.subagents
         self._slots = anyio.Semaphore(self.settings.parallel)
         self._numbers = itertools.count(1)
+        self.isolation = Isolation(parent)
 
-    async def __call__(self, task: Delegation, progress: ShowProgress) -> Delegated:
+    async def __call__(self, task: Delegation, progress: ShowProgress, call: ParentCall | None = None) -> Delegated:
         name = f"{task.kind}-{next(self._numbers)}"
         view = ChildView(name, task.description, progress)
         if self._slots.value == 0:
             await view.say(f"waiting: {self.settings.parallel} sub-agents run at once")
         async with self._slots:
+            if task.isolate:  # in a place of its own: `agent.isolated`
+                return await self.isolation.run(
+                    name, lambda place: self._run(name, task, view, place), view.say, progress, call
+                )
             return await self._run(name, task, view)
 
-    async def _run(self, name: str, task: Delegation, view: ChildView) -> Delegated:
+    async def _run(self, name: str, task: Delegation, view: ChildView, place: ChildPlace | None = None) -> Delegated:
         parent, settings = self.parent, self.settings
         chosen = settings.explore_model if task.kind == "explore" else settings.general_model
         config = parent.config.model_copy(update={"model": chosen or parent.config.model})
@@ -116,8 +122,10 @@ class Subagents:
         child_id = f"sess_{uuid.uuid4().hex}"
         bridge = parent.bridge
         log_of_parent = bridge.replay if isinstance(bridge.replay, ReplayLog) else bridge.replay.log
+        place = place or ChildPlace.shared(parent)
+        shown = bridge.subagent_bridge(child_id)
         child_bridge = RedactingBridge(
-            ChildBridge(bridge.inner, bridge.subagent_bridge(child_id), view, name), log_of_parent.for_child(child_id)
+            ChildBridge(bridge.inner, shown, view, name, place.files), log_of_parent.for_child(child_id)
         )
         announce = SubagentUpdate(
             subagent_session_id=child_id,
@@ -130,7 +138,7 @@ class Subagents:
                 with anyio.CancelScope(shield=True):
                     await bridge.update(announce)
                 parent.save_soon()  # a session saved from now on shows the child (disconnected, if it comes to that)
-                result = await self._work(child_id, name, task, model, config, child_bridge, view)
+                result = await self._work(child_id, name, task, model, config, child_bridge, view, place)
             if own.cancelled_caught:
                 return view.ended("cancelled", "The user stopped this sub-agent before it finished.", view.last_words)
             return result
@@ -150,30 +158,31 @@ class Subagents:
         config: Config,
         bridge: RedactingBridge,
         view: ChildView,
+        place: ChildPlace,
     ) -> Delegated:
         parent = self.parent
         after: list[Job] = []
         tally = Spending()
         view.tally = tally
         explore = task.kind == "explore"
-        instructions = await _system_prompt(parent, name, explore)
+        instructions = await _system_prompt(place, name, explore, parent.reading_refused)
         async with anyio.create_task_group() as child_tasks:  # its usage reports: all in before it ends
             ctx = TurnContext(
                 session_id=child_id,
-                cwd=parent.cwd,
-                roots=parent.roots,
+                cwd=place.cwd,
+                roots=place.roots,
                 config=config,
                 policy=parent.policy,
                 bridge=bridge,
                 files=FileMemory(),
-                checkpoints=parent.checkpoints,
+                checkpoints=place.checkpoints,
                 conversation=Conversation(),
                 spending=parent.spending,
                 system_prompt_addition=None,  # its own instructions (`instructions`) are its system prompt
-                mcp=None if explore else parent.mcp,
-                sandbox=parent.sandbox,
+                mcp=None if explore or place.isolated else parent.mcp,  # MCP servers work in the parent's folder
+                sandbox=place.sandbox,
                 jobs=parent.jobs,
-                lsp=parent.lsp,
+                lsp=place.lsp,  # an isolated child's: servers of its own, in its copy
                 tasks=child_tasks,
                 steering=SteeringInbox(),  # the user's messages go to the parent's turn
                 auto_compact=parent.auto_compact,
@@ -235,12 +244,12 @@ def _outcome(view: ChildView, stop: StopReason, max_steps: int) -> Delegated:
     return view.ended("failed", why, answer)
 
 
-async def _system_prompt(ctx: TurnContext, name: str, explore: bool) -> str:
-    env = await workspace.describe(
-        ctx.cwd, list(ctx.additional_directories), sandbox=ctx.sandbox, refuse=ctx.reading_refused
+async def _system_prompt(place: ChildPlace, name: str, explore: bool, refuse: nofollow.Refuse) -> str:
+    env = await workspace.describe(place.cwd, list(place.roots[1:]), sandbox=place.sandbox, refuse=refuse)
+    walls = place.sandbox.walls.describe() if place.sandbox is not None else None
+    return prompts.render(
+        "subagent.md", **env.template_values(), agent=name, explore=explore, sandbox=walls, isolated=place.isolated
     )
-    walls = ctx.sandbox.walls.describe() if ctx.sandbox is not None else None
-    return prompts.render("subagent.md", **env.template_values(), agent=name, explore=explore, sandbox=walls)
 
 
 class ChildView:
@@ -295,7 +304,7 @@ class ChildView:
         shown = self.content()
         if answer:
             shown.append(text_content(truncate_middle(answer, SHOWN_ANSWER_CHARS)))
-        return Delegated(told, state != "completed", shown)
+        return Delegated(told, state != "completed", shown, state)
 
     def content(self) -> list[ToolCallContent]:
         lines = [f"**{self.name}** · {self.description}" + (f" — {self.note}" if self.note else "")]
@@ -322,13 +331,21 @@ class ChildBridge:
     """A sub-agent's `ClientBridge` (under its own `RedactingBridge`): its updates feed its parent's call and, where
     the client shows sub-agent sessions, go to its own session (`shown`), with its permission requests; elsewhere a
     permission request goes to the parent's session, its title naming the child. Files, commands and questions go
-    through the parent's bridge: the client knows its session."""
+    through the parent's bridge: the client knows its session (an isolated child's files: through `files`, the disk)."""
 
-    def __init__(self, parent: ClientBridge, shown: ClientBridge | None, view: ChildView, name: str) -> None:
+    def __init__(
+        self,
+        parent: ClientBridge,
+        shown: ClientBridge | None,
+        view: ChildView,
+        name: str,
+        files: ClientBridge | None = None,
+    ) -> None:
         self.parent = parent
         self.shown = shown
         self.view = view
         self.name = name
+        self.files = files or parent
 
     @property
     def supports_compaction_updates(self) -> bool:
@@ -364,10 +381,10 @@ class ChildBridge:
     async def read_text_file(
         self, path: Path, *, line: int | None = None, limit: int | None = None, real: Path | None = None
     ) -> str:
-        return await self.parent.read_text_file(path, line=line, limit=limit, real=real)
+        return await self.files.read_text_file(path, line=line, limit=limit, real=real)
 
     async def write_text_file(self, path: Path, content: str, *, real: Path | None = None) -> None:
-        await self.parent.write_text_file(path, content, real=real)
+        await self.files.write_text_file(path, content, real=real)
 
     async def run_command(
         self,

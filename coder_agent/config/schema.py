@@ -102,6 +102,17 @@ class SubagentsConfig(BaseModel):
     general_model: str | None = Field(default=None, min_length=1)
     """The model of `general` sub-agents; None: the session's."""
 
+    isolate: bool = False
+    """`general` sub-agents work in a place of their own (a git worktree on a scratch branch, or a copy of a folder
+    that is not a repository) unless their task says otherwise; their changes come back as one diff to approve."""
+
+    max_isolated: int = Field(default=3, ge=1, le=16)
+    """How many isolated sub-agents run at once (each has a worktree or a copy on disk); the others wait."""
+
+    isolation_max_mb: int = Field(default=2048, ge=1)
+    """The most a worktree's checked-out files, or a copied folder, may weigh (MiB); a task over it fails and says
+    so. A copy is made twice (the child's and an untouched one to compare with), cloned where the file system can."""
+
 
 class Config(BaseModel):
     """The agent's settings. Unknown fields are errors, so typos in config files are caught."""

@@ -148,6 +148,11 @@ class CommandSandbox:
         network = SessionNetwork(proxy_socket, group.folders if group is not None else ()) if linux else None
         return cls(walls, support, folder, proxy, spawner, group, network)
 
+    def sharing(self, walls: Walls, folder: Path) -> CommandSandbox:
+        """A sandbox of other walls (an isolated sub-agent's, `folder` its private folder) that shares this one's
+        launcher, proxy, cgroup and network. It owns none of them: this one is closed, never it."""
+        return CommandSandbox(walls, self.support, folder, self.proxy, self.spawner, self.group, self.network)
+
     async def launch(self, argv: Sequence[str], *, shared_network: bool = True) -> tuple[list[str], dict[str, str]]:
         """The command line and environment additions that run `argv` inside the walls: on Linux in the session's
         network (started for the first command that needs it), or with `shared_network=False` in one of its own

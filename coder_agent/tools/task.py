@@ -6,16 +6,20 @@ no questions for the user, no plan proposal), under the same permissions, deny r
 calls of one reply run side by side (`runs_in_parallel`; the config's `subagents.parallel` caps how many at once).
 The call shows the sub-agent's plan and steps as they happen; the work is done by the turn's `Delegate`
 (`agent.subagents`). The call itself asks nothing: each thing a sub-agent does is asked about like the parent's.
+A `general` task with `isolate` (default: the config's `subagents.isolate`) works in a place of its own; its changes
+come back through this call (`ParentCall`): one question showing every file's diff, then written like any edit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
-from coder_agent.permissions import NO_CHANGE_MODES, Action
-from coder_agent.session.delegation import Delegation, TaskKind
+from coder_agent.permissions import NO_CHANGE_MODES, Action, Place
+from coder_agent.session.delegation import Delegation, FileEdit, ParentCall, TaskKind
 from coder_agent.tools.calls import Outcome, Prepared, ToolError
-from coder_agent.tools.context import ToolContext
+from coder_agent.tools.context import FileChange, ToolContext
 from coder_agent.tools.tool import BuiltinTool, Params
 
 
@@ -35,6 +39,13 @@ class TaskParams(Params):
         description="`explore`: reads and searches only (finding code, tracing a flow, answering a question about "
         "the codebase). `general`: may also edit files and run commands, asked like yours.",
     )
+    isolate: bool | None = Field(
+        default=None,
+        description="For `general` tasks: work in a private copy of the project (a git worktree on a scratch branch, "
+        "or a copy of a folder that is not a repository); when the sub-agent finishes, its changes come back as one "
+        "diff the user approves before anything changes here. Use it for `general` tasks that change files side by "
+        "side. Default: the config's `subagents.isolate`.",
+    )
 
 
 class Task(BuiltinTool):
@@ -44,7 +55,8 @@ class Task(BuiltinTool):
     runs_in_parallel = True
 
     def title(self, params: TaskParams, ctx: ToolContext) -> str:
-        return f"{params.kind.capitalize()}: {params.description}"
+        isolated = " (isolated)" if _isolated(params, ctx) else ""
+        return f"{params.kind.capitalize()}{isolated}: {params.description}"
 
     async def prepare(self, params: TaskParams, ctx: ToolContext) -> Prepared:
         delegate = ctx.delegate
@@ -54,10 +66,27 @@ class Task(BuiltinTool):
             raise ToolError(
                 f"In {ctx.policy.mode} mode only `explore` tasks run: nothing may be changed yet. Use kind: explore."
             )
-        task = Delegation(params.kind, params.description.strip(), params.prompt)
+        task = Delegation(params.kind, params.description.strip(), params.prompt, _isolated(params, ctx))
 
         async def run() -> Outcome:
-            result = await delegate(task, ctx.show_all)
+            result = await delegate(task, ctx.show_all, _parent_call(ctx))
             return Outcome(result.answer, result.shown, failed=result.failed)
 
         return Prepared(Action("think"), self.title(params, ctx), run)
+
+
+def _isolated(params: TaskParams, ctx: ToolContext) -> bool:
+    """Only a `general` task changes files, so only it is isolated."""
+    chosen = params.isolate if params.isolate is not None else ctx.config.subagents.isolate
+    return params.kind == "general" and chosen
+
+
+def _parent_call(ctx: ToolContext) -> ParentCall:
+    async def read(place: Place) -> str | None:
+        ctx.still_there(place)
+        return await ctx.read_whole(place.path, "merge", place.real) if await ctx.exists(place.path) else None
+
+    async def write(edits: Sequence[FileEdit]) -> None:
+        await ctx.write_all([FileChange(place, old, new) for place, old, new in edits])
+
+    return ParentCall(ctx.call_id, ctx.choose, ctx.ask, read, write)

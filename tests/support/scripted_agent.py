@@ -94,13 +94,14 @@ async def editor_agent(
     mode: str | None = None,
     store: SessionStore | None = None,
     open_session: bool = True,
+    client_capabilities: dict[str, Any] | None = None,
     client_meta: dict[str, Any] | None = None,
     **fields: Any,
 ) -> AsyncIterator[tuple[FakeClient, FakeEditor, str, Path]]:
     """The agent of `tool_agent` (here and in `llm_agent`): run by `runner` on `source(**fields)`, with a fake
-    editor on `tmp_path/work` offering `fs` and `terminal` (and `client_meta` as its capabilities' `_meta`), and a
-    session there ("" with `open_session=False`) in `mode`; `store` keeps sessions on disk. Yields the client, the
-    editor, the session id and the work folder.
+    editor on `tmp_path/work` offering `fs` and `terminal` (and `client_capabilities` besides, `client_meta` as
+    their `_meta`), and a session there ("" with `open_session=False`) in `mode`; `store` keeps sessions on disk.
+    Yields the client, the editor, the session id and the work folder.
     """
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
@@ -109,7 +110,7 @@ async def editor_agent(
     async with in_process_agent(runner, store, source(**fields)) as client:
         editor = FakeEditor(client, root=work, fs=fs, terminal=terminal)
         try:
-            capabilities = editor.capabilities()
+            capabilities = {**editor.capabilities(), **(client_capabilities or {})}
             await client.initialize(capabilities if client_meta is None else {**capabilities, "_meta": client_meta})
             session_id = await client.new_session(str(work)) if open_session else ""
             yield client, editor, session_id, work
