@@ -48,11 +48,9 @@ the settings that make `status` say what the user's own `git status` says; the o
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import weakref
@@ -157,26 +155,9 @@ def find_root(cwd: Path) -> Path | None:
 
 
 def program(root: Path) -> str:
-    """The `git` to run: the first on PATH's absolute entries that is not inside `root`; "git" when there is none
-    (starting it then fails, as git being missing does)."""
-    return _program(os.environ.get("PATH", os.defpath), os.path.realpath(root))
-
-
-@functools.lru_cache(maxsize=64)
-def _program(path: str, real_root: str) -> str:
-    """Cached: a `git` found outside the repository stays outside it (a command cannot write there)."""
-    for entry in path.split(os.pathsep):
-        if not os.path.isabs(entry):
-            continue
-        found = shutil.which("git", path=entry)
-        if found is None:
-            continue
-        real = os.path.realpath(found)
-        if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
-            log.warning("not running %s for the agent's own git: it lies inside the repository %s", found, real_root)
-            continue
-        return found
-    return "git"
+    """The `git` to run: the first on PATH's absolute entries that is not inside `root` (`process.find_program`);
+    "git" when there is none (starting it then fails, as git being missing does)."""
+    return process.find_program("git", outside=(root,)) or "git"
 
 
 def environment(root: Path, blanked: Sequence[tuple[str, str]] = ()) -> dict[str, str]:

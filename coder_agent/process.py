@@ -1,6 +1,11 @@
 """Every process the agent starts: what it gets, its own process group, stopping it with everything it started, and
 making sure it ends with the agent even when the agent is killed.
 
+`find_program(name, outside=…)` is which program the agent starts for itself outside the walls (its own git,
+ripgrep, the shell of a command let out of them): the first on PATH's absolute entries whose resolved location lies
+outside the folders given (those a command may write), so a program a sandboxed command or a cloned repository left
+in a project's `.venv/bin` or `node_modules/.bin` that the user put on PATH is passed over (and logged).
+
 `child_env()` is the one environment every child starts from: the agent's own without its secrets
 (`secrets.child_environ`: keys, tokens, passwords, credentials by name and by value, `SSH_AUTH_SOCK`, less what the
 user's `sandbox.pass_env` lets through) and with `OWNER_MARK`. `spawn_group` (async), `spawn_helper` (a short-lived
@@ -39,12 +44,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -63,6 +70,33 @@ _CAN_KILL_GROUPS = hasattr(os, "killpg")
 OWNER_VARIABLE = "CODER_AGENT_OWNER"
 OWNER_MARK = f"{OWNER_VARIABLE}={os.getpid()}.{os.urandom(6).hex()}"
 """The environment entry of everything this process spawns, for the reaper to find them by (unique per agent)."""
+
+
+def find_program(name: str, *, outside: Iterable[str | Path] = ()) -> str | None:
+    """The first `name` on PATH's absolute entries whose resolved location is inside none of the folders `outside`
+    (those a command may write: a program planted there is never the agent's); None when there is none."""
+    folders = tuple(sorted({os.path.realpath(folder) for folder in outside}))
+    return _find_program(name, os.environ.get("PATH", os.defpath), folders)
+
+
+@functools.lru_cache(maxsize=64)
+def _find_program(name: str, path: str, real_folders: tuple[str, ...]) -> str | None:
+    """Cached: a program found outside the folders stays outside them (a command cannot write there)."""
+    for entry in path.split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        found = shutil.which(name, path=entry)
+        if found is None:
+            continue
+        real = os.path.realpath(found)
+        inside = next((f for f in real_folders if real == f or real.startswith(f.rstrip(os.sep) + os.sep)), None)
+        if inside is not None:
+            log.warning(
+                "not running %s for the agent itself: it lies inside %s, which commands may write", found, inside
+            )
+            continue
+        return found
+    return None
 
 
 async def spawn_group(

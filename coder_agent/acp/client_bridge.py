@@ -294,14 +294,23 @@ class AcpClientBridge:
     # ---- commands -----------------------------------------------------------------------------
 
     async def run_command(
-        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        show: ShowContent,
+        sandbox: CommandSandbox | None = None,
+        folders: Sequence[Path] = (),
     ) -> CommandResult:
         """In the editor's terminal: create, show, wait (bounded), kill if needed, read, always release. Inside
         the sandbox, the terminal runs the sandbox's launcher, which puts the walls up and becomes the command."""
         if not self.capabilities.terminal:
             await self._fallback("commands")
-            return await self._local.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
-        argv, extra_env = await command_line(command, sandbox)
+            return await self._local.run_command(
+                command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox, folders=folders
+            )
+        argv, extra_env = await command_line(command, sandbox, (*folders, cwd))
         guard = sandbox.guard() if sandbox is not None else None
         terminal_id = await self._create_terminal(argv, cwd, extra_env)
         exited = False
@@ -339,14 +348,22 @@ class AcpClientBridge:
         return dataclasses.replace(result, output=result.output + after) if after else result
 
     async def start_command(
-        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        sandbox: CommandSandbox | None = None,
+        with_input: bool = False,
+        folders: Sequence[Path] = (),
     ) -> BackgroundCommand:
         """A job in the editor's terminal (see `acp.terminal_job`): its processes carry the agent's mark, so the reaper
         ends them too if the agent is killed; its input, when asked for, comes through a FIFO."""
         if not self.capabilities.terminal:
             await self._fallback("commands")
-            return await self._local.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
-        argv, extra_env = await command_line(command, sandbox)
+            return await self._local.start_command(
+                command, cwd=cwd, sandbox=sandbox, with_input=with_input, folders=folders
+            )
+        argv, extra_env = await command_line(command, sandbox, (*folders, cwd))
         guard = sandbox.guard() if sandbox is not None else None
         folder = stdin = None
         if with_input:

@@ -14,6 +14,7 @@ model or the keys than the user's own message could). A built-in name always win
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import anyio
 
-from coder_agent import extensions, prompts
+from coder_agent import extensions, nofollow, prompts
 from coder_agent.agent.turn import Turn
 from coder_agent.checkpoints import CheckpointError
 from coder_agent.config import Config
@@ -31,7 +32,7 @@ from coder_agent.protocol.content import ContentBlock, TextContent
 from coder_agent.protocol.schema import AvailableCommand, AvailableCommandInput, ConfigOptionUpdate, StopReason
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.options import session_options
-from coder_agent.session.rewind import current_reader, rewind_command
+from coder_agent.session.rewind import current_reader, restore_place, rewind_command
 from coder_agent.session.session import Session
 
 
@@ -359,7 +360,8 @@ def permissions_command(session: Session, arguments: str) -> str:
 
 
 async def undo(session: Session) -> str:
-    """`/undo`: put back the files the last turn changed, through the editor so it shows the change."""
+    """`/undo`: put back the files the last turn changed, through the editor so it shows the change; each held to
+    `restore_place` first (a command may have swapped a folder on the way for a symlink), or nothing is written."""
     bridge, checkpoints, files = session.services.bridge, session.state.checkpoints, session.services.files
     try:
         plan = await checkpoints.undo_last(current_reader(session))
@@ -367,16 +369,26 @@ async def undo(session: Session) -> str:
         return f"Undo failed: {exc}\n"
     if plan is None:
         return "Nothing to undo: no turn of this session changed files.\n"
+    places = [await anyio.to_thread.run_sync(restore_place, Path(r.path), session.state.roots) for r in plan.files]
+    refused = [f"- `{r.path}`: {why}" for r, (_, why) in zip(plan.files, places, strict=True) if why is not None]
+    if refused:  # a command swapped a folder for a symlink since: nothing is written, anywhere
+        checkpoints.put_back(plan.checkpoint)
+        return (
+            "Undo refused, nothing was changed: these files cannot be put back where they were:\n"
+            + "\n".join(refused)
+            + "\n"
+        )
     lines = []
     try:
-        for restore in plan.files:
+        for restore, (real, _) in zip(plan.files, places, strict=True):
             path = Path(restore.path)
             files.forget(restore.path)
             if restore.text is None:
-                await anyio.Path(path).unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    await anyio.to_thread.run_sync(nofollow.unlink, real)
                 lines.append(f"- deleted `{restore.path}` (the turn created it)")
             else:
-                await bridge.write_text_file(path, restore.text)
+                await bridge.write_text_file(path, restore.text, real=real)
                 lines.append(f"- restored `{restore.path}`")
     except (BridgeError, OSError) as exc:
         checkpoints.put_back(plan.checkpoint)

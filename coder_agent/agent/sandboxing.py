@@ -4,7 +4,8 @@ the user is told if not.
 The answer has three sources: the config (`[sandbox] enabled`), the machine (`sandbox.probe.check`, once per
 process) and the session's folders (one that holds the home folder cannot be walled). Without a sandbox a session
 is not offered the `auto` mode (one that was in it falls back to the default mode), and a notice says why once.
-The walls keep the agent's own config, session store, state, caches and logs out of reach.
+The walls keep the agent's own config, session store, state, caches and logs out of reach, and its own installation
+read-only where it lies in the session's folders; the agent no longer imports from those folders.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import anyio
 
+from coder_agent import installation
 from coder_agent.sandbox import probe
 from coder_agent.sandbox.command import CommandSandbox
 from coder_agent.sandbox.walls import Unwallable, agent_paths
@@ -25,9 +27,11 @@ NOT_SANDBOXED = "Commands are not sandboxed in this session"
 
 
 async def open_sandbox(session: Session, store_root: Path | None) -> tuple[CommandSandbox | None, str | None]:
-    """The session's sandbox, or None and why not (None and None when the config turns it off)."""
+    """The session's sandbox, or None and why not (None and None when the config turns it off). Whatever the
+    answer, the agent stops importing from the session's folders (`installation.stop_importing_from`)."""
     state, services = session.state, session.services
     settings = state.config.sandbox
+    installation.stop_importing_from([*state.roots, *settings.writable])
     if not settings.enabled:
         return None, None
     support = await anyio.to_thread.run_sync(probe.check)

@@ -2,7 +2,9 @@
 
 `this_install()` tells a checkout (`uv run --directory <checkout>`, which starts offline), a `uvx` cache
 environment (`uvx coder-agent`), an installed command (its absolute path: editors do not always see the
-shell's PATH) and anything else (`python -m coder_agent`). Standard library only: `--help` prints these.
+shell's PATH) and anything else (`python -P -m coder_agent`: `-P` keeps the folder it is started in off `sys.path`, so
+an editor starting it in a cloned repository never imports that repository's `coder_agent` or any module it
+shadows). Standard library only: `--help` prints these.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def this_install(package_dir: Path | None = None, prefix: Path | None = None) ->
     script = environment / "bin" / "coder-agent"
     if script.is_file():
         return Launch(str(script), (), "installed")
-    return Launch(sys.executable, ("-m", "coder_agent"), "module")
+    return Launch(sys.executable, ("-P", "-m", "coder_agent"), "module")
 
 
 def zed(launch: Launch, env: Mapping[str, str]) -> str:

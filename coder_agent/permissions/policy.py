@@ -11,7 +11,9 @@
    mode, unless a rule in the user's own config names that folder (absolute glob) or that host (exactly).
    So does a change to a file with other hard links (one may be outside). A file tool's change inside
    `.git/` or `.coder-agent/` asks too, outside full-auto, unless a rule in the
-   user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say.
+   user's own config names it (`edit:.git/hooks/**`): git runs what `.git/config` and hooks say; so does, with no
+   rule to lift it, one inside the agent's own installation (`installation.own_places`: a `.venv` it runs from
+   inside the project), which the agent itself runs and imports.
 4. **Allow rules** (config, or "always allow" this session): allow if they cover every part: every path,
    every simple command of a command line the parser understood, the host, the MCP tool. A command whose
    arguments hold the words of a command deny rule (`strace rm f`), or that runs what its words do not show
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from coder_agent import installation
 from coder_agent.permissions.modes import DEFAULT_MODE, NO_CHANGE_MODES, ModeName
 from coder_agent.permissions.network import FetchTarget
 from coder_agent.permissions.paths import Place
@@ -156,7 +159,13 @@ class PermissionPolicy:
         agent run, so an edit there would turn an allowed `git status` into any command."""
         if self.mode == "full-auto" or action.kind not in CHANGE_KINDS or action.tool is not None:
             return None
+        own = installation.own_places()
         for place in action.places:
+            if installation.inside(place.real, own):
+                return (
+                    f"{place.real} is part of coder-agent's own installation (its Python, packages or prompts): "
+                    "what is written there would run in the agent itself"
+                )
             name = next((part for part in place.relative.split("/") if part in PROTECTED_FOLDERS), None)
             if name is None or any(
                 r.applies_to(action.kind) and name in r.pattern and r.matches_place(place) for r in self.allow

@@ -7,6 +7,9 @@ project's own), and the configured extra folders. Inside them, what git and the 
 session's repositories, their submodules and the repositories their indexes link), and git folders are pinned so
 they cannot be renamed away and rebuilt. These are looked up again for every command, so a repository a command
 creates is protected from the next command on (and what it planted is undone when it ends: `command.CommandGuard`).
+The agent's own installation (`installation.own_places`: its interpreter, environment, packages and prompts), where
+it lies inside the writable places, stays read-only too: the agent runs and imports it outside the walls; a session
+folder inside it cannot be walled.
 Readable: the system; of the home folder only what builds need (`settings.HOME_READABLE`, `sandbox.allow_read`);
 never the kept-out paths (keys, tokens, credentials, shell history, browser profiles, the agent's own config, data,
 state, caches and logs, other sessions' folders) and `/dev` beyond a few safe devices. A folder that contains the
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import platformdirs
 
+from coder_agent import installation
 from coder_agent.sandbox import gitconfig, gitplaces
 from coder_agent.sandbox.gitindex import GitlinkCache
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, HOME_READABLE, SandboxConfig
@@ -76,6 +80,8 @@ class Walls:
     linked: tuple[Path, ...] = ()
     """The git folders of the session folders that were linked worktrees when it opened (`gitplaces.linked_dirs`):
     commits write there."""
+    own: tuple[Path, ...] = ()
+    """The parts of the agent's own installation inside the writable places (`installation.own_places`): read-only."""
     network: str = "off"
     hosts: tuple[str, ...] = ()
     proxy_socket: Path | None = None
@@ -101,7 +107,7 @@ class Walls:
         spec: Spec = {
             "write": [str(p) for p in dict.fromkeys((*self.writable, *places.writable))],
             "pin": [str(p) for p in dict.fromkeys(places.pinned)],
-            "protect": [str(p) for p in dict.fromkeys(places.protected)],
+            "protect": [str(p) for p in dict.fromkeys((*places.protected, *self.own))],
             "deny": [str(p) for p in self.denied],
             "home": [str(self.home)] if self.home is not None and self.home_kept else [],
             "read": [str(p) for p in self.readable],
@@ -134,7 +140,8 @@ class Walls:
         lines = [
             f"writes: {', '.join(show)}",
             "read-only inside them: .git/hooks, .git/config and what it includes, the hooks folder it names "
-            "(also of submodules and linked repositories), .coder-agent/",
+            "(also of submodules and linked repositories), .coder-agent/"
+            + "".join(f", {_tilde(p, home)} (the agent's own)" for p in self.own),
             f"reads: {_reads_text(self, home)}",
             f"never: {_kept_out_text(self.denied, home)}, and /dev",
         ]
@@ -158,10 +165,12 @@ def build_walls(
     proxy_socket: Path | None,
     agent_paths: tuple[Path, ...] = (),
     home: Path | None = None,
+    own: tuple[Path, ...] | None = None,
 ) -> Walls:
-    """The walls of a session working in `roots`; Unwallable if a root holds the home folder or `/`. `agent_paths`
-    are kept out too (the agent's own files, other sessions' folders and other projects' caches), but for the
-    session's own temp folder and cache inside them."""
+    """The walls of a session working in `roots`; Unwallable if a root holds the home folder or `/`, or lies in the
+    agent's own installation (`own`, by default `installation.own_places()`). `agent_paths` are kept out too (the
+    agent's own files, other sessions' folders and other projects' caches), but for the session's own temp folder
+    and cache inside them."""
     home = (home or Path.home()).resolve()
     resolved = tuple(Path(os.path.realpath(r)) for r in roots)
     for root in resolved:
@@ -172,6 +181,15 @@ def build_walls(
             )
     missing: list[str] = []
     extra = _existing(settings.writable, home, missing)
+    installed = installation.own_places() if own is None else own
+    writable = (*resolved, *extra)
+    for place in installed:
+        held = next((folder for folder in writable if installation.inside(folder, (place,))), None)
+        if held is not None:
+            raise Unwallable(
+                f"the folder {held} lies in coder-agent's own installation ({place}): a command could change what "
+                "the agent itself runs, so commands are not sandboxed there (open the project folder instead)"
+            )
     kept = kept_out_paths(settings, agent_paths, home=home, missing=missing)
     return Walls(
         roots=resolved,
@@ -184,6 +202,7 @@ def build_walls(
         readable=_readable(home, resolved, settings.allow_read, kept),
         git_configs=_git_configs(home),
         linked=gitplaces.linked_dirs(resolved),
+        own=tuple(p for p in installed if installation.inside(p, writable)),
         network=settings.network,
         hosts=settings.hosts(),
         proxy_socket=proxy_socket,

@@ -10,8 +10,8 @@ question no one can be asked comes back declined, saying why: `Answer.unasked`).
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +19,7 @@ from typing import Protocol
 from coder_agent.errors import CallFailed
 from coder_agent.lsp.editor import LspCall
 from coder_agent.permissions import Choice
+from coder_agent.process import find_program
 from coder_agent.protocol.content import ToolCallContent
 from coder_agent.protocol.schema import NoticeSeverity, SessionUpdate, ToolCallUpdate
 from coder_agent.sandbox.command import CommandSandbox
@@ -65,15 +66,24 @@ class CommandResult:
     truncated: bool
 
 
-def shell_argv(command: str) -> list[str]:
-    """The shell and its arguments for a command line."""
-    return [shutil.which("bash") or "/bin/sh", "-c", command]
+SYSTEM_SHELLS = ("/bin/bash", "/usr/bin/bash")
+"""The system's bash, preferred to any on PATH: a command let out of the walls starts no program a command planted."""
 
 
-async def command_line(command: str, sandbox: CommandSandbox | None) -> tuple[list[str], dict[str, str]]:
-    """The command line that runs a shell command (inside `sandbox` if given), and what its environment gets on
-    top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
-    argv = shell_argv(command)
+def shell_argv(command: str, outside: Iterable[Path] = ()) -> list[str]:
+    """The shell and its arguments for a command line: the system's bash (`SYSTEM_SHELLS`), else the first `bash` on
+    PATH outside the folders `outside` (those the session's commands may write: `process.find_program`), else
+    /bin/sh."""
+    system = next((shell for shell in SYSTEM_SHELLS if os.access(shell, os.X_OK)), None)
+    return [system or find_program("bash", outside=outside) or "/bin/sh", "-c", command]
+
+
+async def command_line(
+    command: str, sandbox: CommandSandbox | None, folders: Sequence[Path] = ()
+) -> tuple[list[str], dict[str, str]]:
+    """The command line that runs a shell command (inside `sandbox` if given; its shell from no PATH entry inside
+    `folders`), and what its environment gets on top of the agent's (scrubbed of keys) and `COMMAND_ENV`."""
+    argv = shell_argv(command, folders)
     return await sandbox.launch(argv) if sandbox is not None else (held_together(argv, agent_is_parent=False), {})
 
 
@@ -116,10 +126,18 @@ class ClientBridge(Protocol):
         ...
 
     async def run_command(
-        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        show: ShowContent,
+        sandbox: CommandSandbox | None = None,
+        folders: Sequence[Path] = (),
     ) -> CommandResult:
         """Run a shell command line, its whole process tree bounded by `timeout` and killed on cancel; inside
-        `sandbox`'s walls when one is given.
+        `sandbox`'s walls when one is given. `folders`: where the session's commands may write (no shell is taken
+        from a PATH entry there).
 
         `show` is called with what lets the user watch it (an editor terminal) as soon as there is one.
         BridgeError if it could not be started.
@@ -127,11 +145,18 @@ class ClientBridge(Protocol):
         ...
 
     async def start_command(
-        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        sandbox: CommandSandbox | None = None,
+        with_input: bool = False,
+        folders: Sequence[Path] = (),
     ) -> BackgroundCommand:
         """Start a shell command line in the background (a job), inside `sandbox`'s walls when one is given, with its
-        standard input open for writing with `with_input` (else it reads end of file). BridgeError if it could not
-        be started. Its owner runs it, and releases it once it has ended."""
+        standard input open for writing with `with_input` (else it reads end of file); `folders` as for
+        `run_command`. BridgeError if it could not be started. Its owner runs it, and releases it once it has
+        ended."""
         ...
 
     def lsp_channel(self) -> LspCall | None:

@@ -149,10 +149,12 @@ class LocalBridge:
         show: ShowContent,
         sandbox: CommandSandbox | None = None,
         stdin: bytes | None = None,
+        folders: Sequence[Path] = (),
     ) -> CommandResult:
         """Run a command line to its end (`stdin`: what it reads, from an unlinked file; None: nothing)."""
         guard = sandbox.guard() if sandbox is not None else None
         env = {**child_environ(), **COMMAND_ENV}
+        argv = shell_argv(command, (*folders, cwd))
         with tempfile.TemporaryFile() if stdin is not None else contextlib.nullcontext() as given:
             if given is not None and stdin is not None:
                 given.write(stdin)
@@ -160,10 +162,10 @@ class LocalBridge:
             reads = given.fileno() if given is not None else None
             try:
                 if sandbox is not None:
-                    process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=reads)
+                    process: PipedLeader = await sandbox.start(argv, cwd, env, stdin=reads)
                 else:
                     process = await spawn_group(
-                        held_together(shell_argv(command), agent_is_parent=True),
+                        held_together(argv, agent_is_parent=True),
                         cwd=cwd,
                         env=env,
                         stdin=subprocess.DEVNULL if reads is None else reads,
@@ -209,9 +211,15 @@ class LocalBridge:
         )
 
     async def start_command(
-        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        sandbox: CommandSandbox | None = None,
+        with_input: bool = False,
+        folders: Sequence[Path] = (),
     ) -> LocalJob:
-        return await start_local_job(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+        return await start_local_job(command, cwd=cwd, sandbox=sandbox, with_input=with_input, folders=folders)
 
     def subagent_bridge(self, child_id: str) -> None:
         return None  # no one shows a sub-agent's session: its work shows in the parent's tool call

@@ -14,7 +14,7 @@ import codecs
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -40,19 +40,26 @@ def spawn_failure(cwd: Path, exc: OSError) -> str:
 
 
 async def start_local_job(
-    command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+    command: str,
+    *,
+    cwd: Path,
+    sandbox: CommandSandbox | None = None,
+    with_input: bool = False,
+    folders: Sequence[Path] = (),
 ) -> LocalJob:
-    """Start a shell command line as a background process group (inside `sandbox`'s walls if given); its standard
-    input a pipe with `with_input`, else /dev/null. BridgeError if it could not start."""
+    """Start a shell command line as a background process group (inside `sandbox`'s walls if given; its shell from
+    no PATH entry inside `folders` or `cwd`); its standard input a pipe with `with_input`, else /dev/null.
+    BridgeError if it could not start."""
     guard = sandbox.guard() if sandbox is not None else None
     env = {**child_environ(), **COMMAND_ENV}
+    argv = shell_argv(command, (*folders, cwd))
     read_end, write_end = os.pipe() if with_input else (None, None)
     try:
         if sandbox is not None:
-            process: PipedLeader = await sandbox.start(shell_argv(command), cwd, env, stdin=read_end)
+            process: PipedLeader = await sandbox.start(argv, cwd, env, stdin=read_end)
         else:
             process = await spawn_group(
-                held_together(shell_argv(command), agent_is_parent=True),
+                held_together(argv, agent_is_parent=True),
                 cwd=cwd,
                 env=env,
                 stdin=read_end if read_end is not None else subprocess.DEVNULL,

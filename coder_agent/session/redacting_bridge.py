@@ -111,14 +111,29 @@ class RedactingBridge:
         await self.inner.write_text_file(path, content, real=real)
 
     async def run_command(
-        self, command: str, *, cwd: Path, timeout: float, show: ShowContent, sandbox: CommandSandbox | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        show: ShowContent,
+        sandbox: CommandSandbox | None = None,
+        folders: Sequence[Path] = (),
     ) -> CommandResult:
-        return await self.inner.run_command(command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox)
+        return await self.inner.run_command(
+            command, cwd=cwd, timeout=timeout, show=show, sandbox=sandbox, folders=folders
+        )
 
     async def start_command(
-        self, command: str, *, cwd: Path, sandbox: CommandSandbox | None = None, with_input: bool = False
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        sandbox: CommandSandbox | None = None,
+        with_input: bool = False,
+        folders: Sequence[Path] = (),
     ) -> BackgroundCommand:
-        return await self.inner.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input)
+        return await self.inner.start_command(command, cwd=cwd, sandbox=sandbox, with_input=with_input, folders=folders)
 
     def subagent_bridge(self, child_id: str) -> ClientBridge | None:
         return self.inner.subagent_bridge(child_id)

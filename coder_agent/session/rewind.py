@@ -5,7 +5,8 @@ Files: every file the undo checkpoints after the cursor changed is put back as i
 (`Checkpoints.plan_restore`): rewritten through the bridge (the editor's `fs/write_text_file`, so it shows; the
 local disk where the client has no fs), recreated if a turn deleted it, deleted if a turn created it. Each path is
 held against the session's folders again and written at its real place without following a symlink (a command may
-have swapped one in since); one outside them, or with another hard link, is refused and reported. A file that
+have swapped one in since); one outside them, one a symlink now leads into `.git/` or `.coder-agent/`, or one with
+another hard link, is refused and reported (`restore_place`, which `/undo` uses too). A file that
 changed since the agent last wrote it (the user, a command) is a conflict: the rewind does nothing and asks
 (`on_conflict`: "ask"), unless told to `overwrite` it or to `keep` it as it is and restore the rest.
 
@@ -23,8 +24,9 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +37,7 @@ from coder_agent import nofollow
 from coder_agent.checkpoints import CheckpointError, FileRestore
 from coder_agent.errors import CallFailed, InvalidParams
 from coder_agent.permissions.paths import resolve
+from coder_agent.permissions.policy import PROTECTED_FOLDERS
 from coder_agent.protocol.schema import CursorAnchor, CursorUpdate
 from coder_agent.session.bridge import BridgeError
 from coder_agent.session.cursors import Cursor, after_last_shown
@@ -308,13 +311,25 @@ async def _plan_files(session: Session, cursor: Cursor) -> list[FileStep]:
 
 async def _step(session: Session, restore: FileRestore, current: str | None) -> FileStep:
     step = FileStep(restore.path, restore.text, current, restore.changed_since)
-    place = await anyio.to_thread.run_sync(resolve, Path(restore.path), session.state.roots)
-    if not place.inside:
-        step.refused = "it lies outside the session's folders now (a symlink on its path?)"
-    elif place.links > 1:
-        step.refused = "it has other hard links: writing it would change a file elsewhere too"
-    step.real = place.real
+    step.real, step.refused = await anyio.to_thread.run_sync(restore_place, Path(restore.path), session.state.roots)
     return step
+
+
+def restore_place(path: Path, roots: Sequence[Path]) -> tuple[Path, str | None]:
+    """Where putting back the file a tool wrote at `path` writes now (its real place), and why it must not (None: it
+    may): a command may have swapped a folder on the way for a symlink since, to a place outside the session's
+    folders (`~/.bashrc`) or into `.git/` or `.coder-agent/` (`.git/config`), whose files the tool itself could
+    not have written unasked. `/undo` and rewinds both hold each file to this before writing anything. Blocking."""
+    place = resolve(path, roots)
+    if not place.inside:
+        return place.real, "it lies outside the session's folders now (a symlink on its path?)"
+    if place.links > 1:
+        return place.real, "it has other hard links: writing it would change a file elsewhere too"
+    named = set(Path(os.path.abspath(path)).parts)
+    entered = [part for part in place.relative.split("/") if part in PROTECTED_FOLDERS and part not in named]
+    if entered:
+        return place.real, f"it leads into `{entered[0]}` now (a symlink on its path?), whose files decide what runs"
+    return place.real, None
 
 
 async def _restore(session: Session, steps: list[FileStep], *, skip_changed: bool) -> None:

@@ -300,7 +300,9 @@ class ToolContext:
         """Run a command line in the working directory, inside the session's sandbox if `sandboxed`; what lets the
         user watch it joins the call's content."""
         sandbox = self._sandbox if sandboxed else None
-        return await self._bridge.run_command(command, cwd=self.cwd, timeout=timeout, show=self.show, sandbox=sandbox)
+        return await self._bridge.run_command(
+            command, cwd=self.cwd, timeout=timeout, show=self.show, sandbox=sandbox, folders=self.planted
+        )
 
     async def start_job(
         self, command: str, *, sandboxed: bool, with_input: bool = False, description: str | None = None
@@ -309,11 +311,20 @@ class ToolContext:
         the terminal the user watches it in joins the call's content. CallFailed if it cannot start."""
         self.jobs.check_room()
         sandbox = self._sandbox if sandboxed else None
-        handle = await self._bridge.start_command(command, cwd=self.cwd, sandbox=sandbox, with_input=with_input)
+        handle = await self._bridge.start_command(
+            command, cwd=self.cwd, sandbox=sandbox, with_input=with_input, folders=self.planted
+        )
         job = self.jobs.add(handle, command, description=description, sandboxed=sandboxed, owner=self._job_owner)
         if job.terminal_id is not None:
             await self.show(TerminalContent(terminal_id=job.terminal_id))
         return job
+
+    @property
+    def planted(self) -> tuple[Path, ...]:
+        """Where the session's commands may write (its folders; with walls, also their temp, cache and extra
+        writable folders): a program the agent starts itself (`rg`, a shell let out of the walls) never comes from a
+        PATH entry there."""
+        return self._sandbox.walls.writable if self._sandbox is not None else tuple(self.roots)
 
     @property
     def walls(self) -> list[str]:
@@ -330,7 +341,7 @@ class ToolContext:
         its own process group, with the environment commands get (no keys), its output capped, killed after
         `timeout`. Nothing is shown."""
         return await LocalBridge().run_command(
-            command, cwd=self.cwd, timeout=timeout, show=_shown_nowhere, sandbox=self._sandbox
+            command, cwd=self.cwd, timeout=timeout, show=_shown_nowhere, sandbox=self._sandbox, folders=self.planted
         )
 
     async def show(self, content: ToolCallContent) -> None:

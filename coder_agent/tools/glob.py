@@ -31,7 +31,7 @@ class Glob(BuiltinTool):
         root = ctx.path(params.path or ctx.cwd)
 
         async def find() -> search.SearchResult:
-            return await search.glob_files(params.pattern, ctx.cwd, path=root.path)
+            return await search.glob_files(params.pattern, ctx.cwd, path=root.path, outside=ctx.planted)
 
         return search_call(ctx, root, self.title(params, ctx), find)
 

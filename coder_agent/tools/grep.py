@@ -49,6 +49,7 @@ class Grep(BuiltinTool):
                 ignore_case=params.ignore_case,
                 output_mode=params.output_mode,
                 context=params.context,
+                outside=ctx.planted,
             )
 
         return search_call(ctx, root, self.title(params, ctx), find)

@@ -271,3 +271,43 @@ async def test_a_repository_above_the_session_folder_still_gives_its_git_state(
         await client.prompt(session, "hi")
     system = model.last_request.messages[0]["content"]
     assert "main" in system and "not a git repository" not in system, system[-600:]
+
+
+# ---- programs the agent starts itself, found on PATH --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["let-out-local", "let-out-editor-terminal", "full-auto-local", "without-walls-local"],
+)
+async def test_a_bash_planted_on_path_in_the_workspace_never_runs_a_command_outside_the_walls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The user put the project's `node_modules/.bin` first on PATH, and a `bash` lies there (a sandboxed command or
+    the cloned repository left it): a command that runs outside the walls (let out by the user, in `full-auto`, or
+    with no walls at all) starts the system's shell, not that one."""
+    work = tmp_path / "work"
+    planted_bin = work / "node_modules" / ".bin"
+    planted_bin.mkdir(parents=True)
+    marker = tmp_path / "planted-bash-ran"
+    (planted_bin / "bash").write_text(f'#!/bin/sh\ntouch "{marker}"\nexit 0\n')
+    (planted_bin / "bash").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{planted_bin}{os.pathsep}{os.environ['PATH']}")
+    await anyio.run_process(["bash", "-c", "true"])  # live: a plain lookup on this PATH runs the plant
+    assert marker.exists(), "the planted bash is not what PATH finds"
+    marker.unlink()
+    arguments: dict[str, Any] = {"command": "echo ran-as-asked"}
+    options: dict[str, Any] = {"mode": "auto", "terminal": how == "let-out-editor-terminal"}
+    if how.startswith("let-out"):
+        arguments |= {"outside_sandbox": True, "justification": "deploy"}
+    elif how == "full-auto-local":
+        options = {"mode": "full-auto", "terminal": False}
+    else:
+        options = {"mode": "full-auto", "terminal": False, "sandbox": {"enabled": False}}
+    model = ScriptedModel([Reply(calls=[Call("run_command", arguments)]), Reply("ok")])
+    async with tool_agent(tmp_path, model, **options) as (client, editor, session, _):
+        editor.permission_answers = ["allow_once"]
+        assert await client.prompt(session, "run it") == "end_turn"
+    result = next(m["content"] for m in model.last_request.messages if m["role"] == "tool")
+    assert not marker.exists(), result
+    assert "ran-as-asked" in str(result), result

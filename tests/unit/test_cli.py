@@ -151,7 +151,8 @@ def test_an_installed_command_is_named_by_its_absolute_path(tmp_path: Path) -> N
         str(prefix / "bin" / "coder-agent"), (), "installed"
     )
     bare = tmp_path / "bare"
-    assert snippets.this_install(package, bare) == snippets.Launch(sys.executable, ("-m", "coder_agent"), "module")
+    module = snippets.Launch(sys.executable, ("-P", "-m", "coder_agent"), "module")
+    assert snippets.this_install(package, bare) == module
 
 
 def test_snippets_are_the_editors_json() -> None:

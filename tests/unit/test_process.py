@@ -14,7 +14,15 @@ import anyio
 import pytest
 
 from coder_agent import reaper
-from coder_agent.process import OWNER_MARK, OWNER_VARIABLE, child_env, run_sync, spawn_group, stop_group
+from coder_agent.process import (
+    OWNER_MARK,
+    OWNER_VARIABLE,
+    child_env,
+    find_program,
+    run_sync,
+    spawn_group,
+    stop_group,
+)
 from tests.support.processes import HAS_PROC, group_alive, wait_gone, wait_groups_gone
 
 pytestmark = [
@@ -148,3 +156,23 @@ async def test_run_sync_kills_the_whole_group_at_its_timeout(tmp_path: Path, mon
     monkeypatch.setenv("GH_TOKEN", "ghp_process_test_0123456789")
     done = run_sync(["bash", "-c", "echo $GH_TOKEN-x"], timeout=30)
     assert done.returncode == 0 and done.stdout.strip() == b"-x"
+
+
+def test_find_program_passes_over_what_lies_inside_the_folders_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program in a folder a command may write is passed over on PATH, however the entry leads there (directly,
+    through a symlink outside, relatively); the first one outside is taken, and None when there is none."""
+    work, system = tmp_path / "work", tmp_path / "system"
+    for folder in (work / ".venv" / "bin", system):
+        folder.mkdir(parents=True)
+        (folder / "tool").write_text("#!/bin/sh\nexit 0\n")
+        (folder / "tool").chmod(0o755)
+    (tmp_path / "link").symlink_to(work / ".venv" / "bin")
+    entries = [str(work / ".venv" / "bin"), str(tmp_path / "link"), "work/.venv/bin", str(system)]
+    monkeypatch.setenv("PATH", os.pathsep.join(entries))
+    monkeypatch.chdir(tmp_path)
+    assert find_program("tool") == str(work / ".venv" / "bin" / "tool")  # nothing kept out: the first
+    assert find_program("tool", outside=[work]) == str(system / "tool")
+    assert find_program("tool", outside=[work, system]) is None
+    assert find_program("no-such-tool", outside=[work]) is None

@@ -8,7 +8,8 @@ This package owns:
 * `SearchResult` (the text for the model, `truncated`, the backend that ran) and `SearchError` (a message for the
   model: invalid regex, missing path).
 
-Both run on ripgrep when there is one (`ripgrep.find_rg`) and otherwise on a pure-Python backend (`walk`) that does
+Both run on ripgrep when there is one (`ripgrep.find_rg`; never one from a PATH entry inside `outside`, the folders
+the session's commands may write) and otherwise on a pure-Python backend (`walk`) that does
 the same work more slowly, so the tools never fail for want of ripgrep; `backend="python"` forces it (tests).
 
 What is searched, in both backends:
@@ -29,6 +30,7 @@ The modules: `scope` (where a search runs), `globs` (the model's glob filter), `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -74,15 +76,17 @@ async def grep(
     max_results: int = 100,
     timeout: float = 60,
     backend: Backend = "auto",
+    outside: Iterable[Path] = (),
 ) -> SearchResult:
     """Search file contents for `pattern` (a ripgrep regex) under `path` (default: `root`); see the package doc.
 
     `max_results` caps files (files_with_matches, count) or matching lines (content); `context` lines around each
-    match are shown in content mode. Raises `SearchError` for an invalid regex or a path that does not exist.
+    match are shown in content mode; `outside`: the folders the session's commands may write (no `rg` is taken from a
+    PATH entry there). Raises `SearchError` for an invalid regex or a path that does not exist.
     """
     scope = Scope.make(root, path)
     max_results = max(max_results, 1)
-    rg = _pick_backend(backend)
+    rg = _pick_backend(backend, outside)
     glob_filter = GlobFilter.make(glob, scope) if glob else None
     query = GrepQuery(pattern, scope, glob_filter, ignore_case, output_mode, max(context, 0), timeout)
     collected = Collected(mode=output_mode, cap=collect_cap(output_mode, max_results))
@@ -105,6 +109,7 @@ async def glob_files(
     max_results: int = 100,
     timeout: float = 60,
     backend: Backend = "auto",
+    outside: Iterable[Path] = (),
 ) -> SearchResult:
     """The files under `path` (default: `root`) matching the glob `pattern`, newest first, at most `max_results`."""
     scope = Scope.make(root, path)
@@ -114,7 +119,7 @@ async def glob_files(
     matcher = GlobFilter.make(pattern, scope)
     if matcher.negated:
         raise SearchError(f"The glob {pattern!r} starts with '!'; glob needs a pattern of the files to list.")
-    rg = _pick_backend(backend)
+    rg = _pick_backend(backend, outside)
     collected = Collected(mode="files_with_matches", cap=MAX_FILES_COLLECTED)
     if rg is not None:
         try:
@@ -128,10 +133,10 @@ async def glob_files(
     return glob_result(pattern, scope, files, max_results, timeout, collected, rg is not None)
 
 
-def _pick_backend(backend: Backend) -> str | None:
+def _pick_backend(backend: Backend, outside: Iterable[Path]) -> str | None:
     if backend == "python":
         return None
-    rg = find_rg()
+    rg = find_rg(outside)
     if rg is None and backend == "rg":
         raise SearchError("ripgrep (rg) is not installed.")
     return rg

@@ -1,9 +1,11 @@
 """The ripgrep backend: finding `rg`, its command lines, running it, and parsing its `--null` output as it arrives.
 
 `find_rg` looks beside this interpreter first (the PyPI `ripgrep` wheel installs `rg` into the environment's scripts
-directory), then on PATH. The process runs as `process.spawn_helper` (the environment every child gets, without
-secrets) with stdin from /dev/null and its output piped to us (never to our stdout, which
-carries ACP), and is killed on timeout, on cancellation, or once enough results were read.
+directory), then on PATH outside the folders the session's commands may write (`process.find_program`: an `rg` a
+sandboxed command planted in a project's `.venv/bin` on PATH would run outside the walls, as the agent). The
+process runs as `process.spawn_helper` (the environment every child gets, without secrets) with stdin from
+/dev/null and its output piped to us (never to our stdout, which carries ACP), and is killed on timeout, on
+cancellation, or once enough results were read.
 
 Two ripgrep behaviours are worked around here:
 
@@ -20,18 +22,17 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
-from coder_agent.process import spawn_helper
+from coder_agent.process import find_program, spawn_helper
 from coder_agent.tools.search.gitignore import parent_rules
 from coder_agent.tools.search.globs import GlobFilter
 from coder_agent.tools.search.query import GrepQuery, OutputMode
@@ -44,17 +45,22 @@ _TYPE_NAME = "coderagentglob"
 _STDERR_KEPT = 65536
 
 
-@functools.cache
-def find_rg() -> str | None:
+def find_rg(outside: Iterable[Path] = ()) -> str | None:
     """The ripgrep executable: the environment's scripts directory (PyPI `ripgrep` wheel), this interpreter's
-    directory, or PATH; None if there is none."""
+    directory, or PATH outside the folders `outside` (those the session's commands may write); None if there is
+    none."""
+    return _beside_interpreter() or find_program("rg", outside=outside)
+
+
+@functools.cache
+def _beside_interpreter() -> str | None:
     name = "rg.exe" if os.name == "nt" else "rg"
     for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
         if directory:
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
-    return shutil.which("rg")
+    return None
 
 
 async def grep_rg(rg: str, query: GrepQuery, collected: Collected) -> None:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from coder_agent import installation
 from coder_agent.sandbox import seatbelt
 from coder_agent.sandbox.command import project_cache, sessions_folder
 from coder_agent.sandbox.settings import DEFAULT_DENY_READ, HOME_READABLE, SandboxConfig
-from coder_agent.sandbox.walls import Walls, build_walls
+from coder_agent.sandbox.walls import Unwallable, Walls, build_walls
 
 
 def _home(tmp_path: Path) -> Path:
@@ -94,6 +97,39 @@ def test_the_agents_own_files_and_other_sessions_are_kept_out(tmp_path: Path) ->
     spec = walls.spec()
     assert {str(p) for p in own} <= set(spec["deny"])
     assert str(tmp_path / "sessions" / "mine" / "tmp") in spec["write"]  # its own, inside the kept-out folder
+
+
+def test_the_agents_own_installation_in_the_session_folder_stays_read_only(tmp_path: Path) -> None:
+    """The agent started from the project's `.venv` (or a checkout of itself): it runs and imports that outside the
+    walls, so commands may not write it; a session opened inside it gets no walls at all."""
+    home, work = _home(tmp_path), tmp_path / "work"
+    venv = work / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    elsewhere = tmp_path / "usr" / "lib"
+    elsewhere.mkdir(parents=True)
+    temp = tmp_path / "t"
+    temp.mkdir()
+    walls = build_walls(
+        (work,), SandboxConfig(), temp=temp, cache=temp, proxy_socket=None, home=home, own=(venv, elsewhere)
+    )
+    assert walls.own == (venv,)
+    assert str(venv) in walls.spec()["protect"] and str(elsewhere) not in walls.spec()["protect"]
+    assert any(".venv (the agent's own)" in line for line in walls.describe())
+    with pytest.raises(Unwallable, match="coder-agent's own installation"):
+        build_walls((venv / "bin",), SandboxConfig(), temp=temp, cache=temp, proxy_socket=None, own=(venv,))
+
+
+def test_the_agent_stops_importing_from_a_session_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder on `sys.path` inside a session's folder (an editable install of the project, `python -m`'s working
+    folder): a module first imported later would be found there, so it is taken off; one outside stays."""
+    work, other = tmp_path / "work", tmp_path / "other"
+    (work / "src").mkdir(parents=True)
+    other.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(work / "src"), str(other)])
+    assert installation.stop_importing_from([work]) == [str(work / "src")]
+    assert str(work / "src") not in sys.path and str(other) in sys.path
+    packages = sysconfig.get_path("purelib")
+    assert installation.stop_importing_from([packages]) == [] and packages in sys.path  # its own stay, read-only
 
 
 def test_the_default_lists_are_home_paths_or_absolute(tmp_path: Path) -> None:

@@ -260,7 +260,7 @@ async def test_glob_files_cap(tmp_path: Path, backend: search.Backend) -> None:
 
 @pytest.mark.anyio
 async def test_unstartable_rg_falls_back_to_python(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "find_rg", lambda: str(tree / "no-such-rg"))
+    monkeypatch.setattr(search, "find_rg", lambda outside=(): str(tree / "no-such-rg"))
     result = await grep("needle", tree)
     assert result.backend == "python"
     assert result.text.split("\n")[1:] == VISIBLE
@@ -270,7 +270,7 @@ async def test_unstartable_rg_falls_back_to_python(tree: Path, monkeypatch: pyte
 
 @pytest.mark.anyio
 async def test_forcing_rg_without_rg_is_an_error(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "find_rg", lambda: None)
+    monkeypatch.setattr(search, "find_rg", lambda outside=(): None)
     with pytest.raises(SearchError, match="not installed"):
         await grep("x", tree, backend="rg")
     assert (await grep("needle", tree)).backend == "python"
@@ -293,7 +293,7 @@ def slow_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = tmp_path / "fake-rg"
     script.write_text(f"#!/bin/sh\necho $$ > '{pid_file}'\nexec sleep 30\n")
     script.chmod(0o755)
-    monkeypatch.setattr(search, "find_rg", lambda: str(script))
+    monkeypatch.setattr(search, "find_rg", lambda outside=(): str(script))
     return pid_file
 
 
