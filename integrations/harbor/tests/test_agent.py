@@ -15,6 +15,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.trajectories import Trajectory
 from local_environment import LocalEnvironment
 
+from coder_agent import prompts
 from tests.support.fake_llm import Call, FakeLLM, Reply
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +44,7 @@ async def test_installs_the_wheel_runs_the_task_and_reports_tokens_and_a_traject
             [
                 Reply("Writing it.", calls=[Call("write_file", {"path": "hello.txt", "content": "hello harbor\n"})]),
                 Reply("Done: hello.txt says hello."),
+                Reply("Checked: hello.txt holds the line asked for; there are no tests to run."),
             ]
         )
         agent = make_agent(tmp_path, wheel=str(wheel), python="3.11", base_url=llm.base_url, max_turns=7)
@@ -84,7 +86,9 @@ async def test_installs_the_wheel_runs_the_task_and_reports_tokens_and_a_traject
     assert trajectory.agent.name == "coder-agent"
     assert trajectory.session_id == context.metadata["session_id"]
     sources = [step.source for step in trajectory.steps]
-    assert sources == ["system", "user", "agent", "agent"]
+    # the edit was not checked by a command, so the run asks once before it finishes (`agent.finish_check`)
+    assert sources == ["system", "user", "agent", "agent", "user", "agent"]
+    assert trajectory.steps[4].message == prompts.load("check_before_finishing.md")
     write = trajectory.steps[2]
     assert write.tool_calls is not None and write.tool_calls[0].function_name == "write_file"
     assert write.observation is not None
