@@ -72,11 +72,12 @@ OWNER_MARK = f"{OWNER_VARIABLE}={os.getpid()}.{os.urandom(6).hex()}"
 """The environment entry of everything this process spawns, for the reaper to find them by (unique per agent)."""
 
 
-def find_program(name: str, *, outside: Iterable[str | Path] = ()) -> str | None:
-    """The first `name` on PATH's absolute entries whose resolved location is inside none of the folders `outside`
-    (those a command may write: a program planted there is never the agent's); None when there is none."""
+def find_program(name: str, *, outside: Iterable[str | Path] = (), path: str | None = None) -> str | None:
+    """The first `name` on the absolute entries of `path` (the agent's PATH by default) whose resolved location is
+    inside none of the folders `outside` (those a command may write: a program planted there is never the
+    agent's); None when there is none."""
     folders = tuple(sorted({os.path.realpath(folder) for folder in outside}))
-    return _find_program(name, os.environ.get("PATH", os.defpath), folders)
+    return _find_program(name, os.environ.get("PATH", os.defpath) if path is None else path, folders)
 
 
 @functools.lru_cache(maxsize=64)

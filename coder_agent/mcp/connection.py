@@ -214,6 +214,7 @@ class Connector:
                 started=connection.ready,
                 lost=connection.lost,
                 wrap=self.wrap_command,
+                folders=self.roots,
             )
         elif spec.transport == "http":
             import httpx2

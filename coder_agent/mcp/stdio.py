@@ -20,7 +20,7 @@ import os
 import shutil
 import signal
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,7 @@ from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from coder_agent.mcp.types import CommandWrapper, McpError, McpServerSpec
-from coder_agent.process import spawn_group, stop_group
+from coder_agent.process import find_program, spawn_group, stop_group
 from coder_agent.secrets import child_environ
 
 log = logging.getLogger(__name__)
@@ -67,15 +67,25 @@ class ServerProcess:
         return text
 
 
-def resolve_command(command: str | None, env: dict[str, str]) -> str:
+def resolve_command(command: str | None, env: dict[str, str], outside: Sequence[Path] = ()) -> str:
+    """The program a server's command names: a path as given; a name from PATH, but never from a folder in
+    `outside` (the session's folders, where commands may write, for a server that runs outside the walls: a
+    planted `npx` there would run with the user's rights at the next session)."""
     if not command:
         raise McpError("no command given")
     if os.sep in command or (os.altsep and os.altsep in command):
         if not Path(command).exists():
             raise McpError(f"command not found: {command} (no such file)")
         return command
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    path = env.get("PATH", os.defpath)
+    found = find_program(command, outside=outside, path=path)
     if found is None:
+        inside = shutil.which(command, path=path)
+        if inside is not None:
+            raise McpError(
+                f"{command!r} is found only at {inside}, inside the session's folders, where commands may write: "
+                "give its full path as the server's command to run it from there"
+            )
         raise McpError(f"command not found: {command!r} is not on PATH")
     return found
 
@@ -90,6 +100,7 @@ async def stdio_transport(
     started: anyio.Event,
     lost: anyio.Event,
     wrap: CommandWrapper | None = None,
+    folders: Sequence[Path] = (),
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Spawn the server in its own process group; bridge its stdout/stdin to the session's streams.
 
@@ -99,7 +110,8 @@ async def stdio_transport(
     from mcp.shared.message import SessionMessage
 
     env = {**child_environ(), **spec.env}
-    argv = [resolve_command(spec.command, env), *spec.args]
+    # inside the walls a planted program is held as the server is; outside them it is never taken from `folders`
+    argv = [resolve_command(spec.command, env, () if wrap is not None else folders), *spec.args]
     if wrap is not None:
         argv, extra = await wrap(argv)
         env = {**env, **extra}

@@ -404,3 +404,42 @@ async def test_a_server_that_cannot_be_restarted_or_keeps_crashing_is_told(
     assert [(s, t) for s, t, _ in told] == [
         ("error", "The MCP server crashy keeps crashing; it is not restarted again")
     ]
+
+
+def _launcher(folder: Path, marker: Path) -> None:
+    """`folder/mcp-tiny`: writes `marker`, then is the `tiny` server."""
+    folder.mkdir(parents=True)
+    script = folder / "mcp-tiny"
+    script.write_text(f'#!/bin/sh\necho ran > "{marker}"\nexec "{sys.executable}" -m tests.support.mcp_servers.tiny\n')
+    script.chmod(0o755)
+
+
+@pytest.mark.anyio
+async def test_a_server_command_planted_on_path_in_the_session_folders_never_runs(tmp_path: Path) -> None:
+    """A command of the session planted `mcp-tiny` in the project's `node_modules/.bin`, which the user put first
+    on PATH: a server that runs outside the walls takes the one outside the session's folders, and with none there
+    is refused, saying where the planted one lies. Without the session's folders given, the plant runs."""
+    work = tmp_path / "work"
+    planted, planted_marker = work / "node_modules" / ".bin", tmp_path / "planted-ran"
+    installed, installed_marker = tmp_path / "tools" / "bin", tmp_path / "installed-ran"
+    _launcher(planted, planted_marker)
+    _launcher(installed, installed_marker)
+
+    def spec(*path: Path) -> McpServerSpec:
+        env = {"PATH": os.pathsep.join([*map(str, path), os.environ.get("PATH", os.defpath)])}
+        return McpServerSpec(name="tiny", transport="stdio", command="mcp-tiny", env=env, cwd=str(ROOT))
+
+    async with McpHub(log_to=io.StringIO()) as hub:  # no session folders: the plant runs
+        [status] = await hub.connect([spec(planted, installed)], timeout=30)
+        assert status.state == "connected" and planted_marker.exists()
+    planted_marker.unlink()
+
+    async with McpHub(log_to=io.StringIO(), roots=[work]) as hub:
+        [status] = await hub.connect([spec(planted, installed)], timeout=30)
+        assert status.state == "connected"
+        assert installed_marker.exists() and not planted_marker.exists()
+    async with McpHub(log_to=io.StringIO(), roots=[work]) as hub:
+        [status] = await hub.connect([spec(planted)], timeout=30)
+        assert status.state == "failed" and status.error is not None
+        assert "inside the session's folders" in status.error and str(planted) in status.error
+        assert not planted_marker.exists()
