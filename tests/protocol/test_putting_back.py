@@ -55,7 +55,12 @@ async def test_putting_a_turn_back_through_a_swapped_folder_writes_nothing(
             Reply("done"),
         ]
     )
-    async with tool_agent(tmp_path, model, mode="auto", fs=fs, terminal=False) as (client, editor, session, _):
+    async with tool_agent(tmp_path, model, mode="auto", fs=fs, terminal=False, check_before_finishing=False) as (
+        client,
+        editor,
+        session,
+        _,
+    ):
         await client.prompt(session, "edit, then swap")
         assert (work / "d").is_symlink(), "the sandboxed command could not swap the folder"
         said = len(client.agent_text(session))
