@@ -115,6 +115,31 @@ def is_secret(name: str, value: str) -> bool:
     return "://" in value and CREDENTIALS_IN_URL.search(value) is not None
 
 
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization"})
+"""HTTP headers whose value is a credential though their name holds no secret word (`Cookie`, `X-Api-Key` do)."""
+
+
+def secret_entry(name: str, value: str) -> bool:
+    """Whether an environment or header entry someone else gave (an MCP server's, from the editor) holds a secret:
+    by its name or value as a variable is judged, or as a credential header, or because it holds a key the agent
+    knows. Such a value is not the agent's to keep: the store and exports leave the entry out."""
+    return is_secret(name, value) or name.lower() in SECRET_HEADERS or redact(value) != value
+
+
+def without_secret_entries(server: dict[str, Any]) -> dict[str, Any]:
+    """An MCP server's spec (its wire form) with the `env` and `headers` entries that hold a secret left out."""
+    kept = dict(server)
+    for part in ("env", "headers"):
+        entries = kept.get(part)
+        if isinstance(entries, list):
+            kept[part] = [
+                entry
+                for entry in entries
+                if isinstance(entry, dict) and not secret_entry(str(entry.get("name", "")), str(entry.get("value", "")))
+            ]
+    return kept
+
+
 def secret_name(name: str) -> bool:
     """Whether the name says its value is a secret (`SECRET_WORDS`, `AUTH` as a word, `_PWD` at the end)."""
     upper = name.upper()

@@ -1,0 +1,59 @@
+"""Held-out attacks on "secrets never leave the process that needs them", run for real: each test names a path
+by which a key or token could reach a file, a child or the model, and shows it closed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from coder_agent.model.scripted import Reply, ScriptedModel
+from coder_agent.store import SessionStore
+from tests.support.mcp_servers.basic_http import serve_http
+from tests.support.scripted_agent import tool_agent
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+GH_TOKEN = "ghp_editorGaveThisToTheServer0123456789"
+BEARER = "Bearer mcp-http-token-0123456789abcdef"
+
+
+async def test_an_mcp_servers_token_from_the_editor_is_not_stored(tmp_path: Path) -> None:
+    """The editor hands a server its token (`env`, an `Authorization` header); the agent does not hold it in its
+    own environment, so value-based redaction cannot know it: the session store (and `export --format json`)
+    must still not carry it, as it does not carry a model key."""
+    store = SessionStore(tmp_path / "store")
+    model = ScriptedModel([Reply("Hello.")])
+    with serve_http("http", name="web") as url:
+        async with tool_agent(tmp_path, model, open_session=False, store=store) as (client, _, _, work):
+            servers = [
+                {
+                    "name": "gh",
+                    "command": sys.executable,
+                    "args": ["-m", "tests.support.mcp_servers.basic"],
+                    "env": [
+                        {"name": "PYTHONPATH", "value": str(ROOT)},
+                        {"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": GH_TOKEN},
+                    ],
+                },
+                {
+                    "type": "http",
+                    "name": "web",
+                    "url": url,
+                    "headers": [{"name": "Authorization", "value": BEARER}, {"name": "X-Trace", "value": "on"}],
+                },
+            ]
+            made = await client.request("session/new", {"cwd": str(work), "mcpServers": servers}, timeout=60)
+            session = made["sessionId"]
+            assert await client.prompt(session, "hi", timeout=60) == "end_turn"
+    record = store.load(session)
+    stored = json.dumps(record.mcp_servers)
+    assert GH_TOKEN not in stored and "mcp-http-token" not in stored
+    assert [e["name"] for e in record.mcp_servers[0]["env"]] == ["PYTHONPATH"]
+    assert [h["name"] for h in record.mcp_servers[1]["headers"]] == ["X-Trace"]
+    from coder_agent.headless.export import render
+
+    assert GH_TOKEN not in render(record, "json")
