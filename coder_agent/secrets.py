@@ -1,9 +1,11 @@
 """Secrets stay in the agent: what a child's environment leaves out, and secret values redacted from output.
 
 A secret variable is one whose NAME says so — it contains (ignoring case) `KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
-`PASSWD`, `PASSPHRASE`, `CREDENTIAL` or `COOKIE`, has `AUTH` as a word of its own (`NPM_CONFIG__AUTH`,
-`DOCKER_AUTH_CONFIG`, `SSH_AUTH_SOCK`) or ends in `_PWD` (`MYSQL_PWD`) — or whose VALUE holds a URL with
-credentials (`https://user:pass@host`, `https://token@host`); and every model key: `CODER_AGENT_API_KEY`, the
+`PASSWD`, `PASSPHRASE`, `CREDENTIAL` or `COOKIE`, has `AUTH`, `PASS` or `PAT` as a word of its own
+(`NPM_CONFIG__AUTH`, `DOCKER_AUTH_CONFIG`, `SSH_AUTH_SOCK`, `DB_PASS`, `GITHUB_PAT`) or ends in `_PWD`
+(`MYSQL_PWD`) — or whose VALUE holds a URL with credentials (`https://user:pass@host`, `https://token@host`) or a
+token of a well-known format (`TOKEN_FORMATS`: `ghp_…`, `sk-…`, `xoxb-…`, `AKIA…`, a PEM private key, …); and every
+model key: `CODER_AGENT_API_KEY`, the
 config's `api_key_env`, every credential variable litellm reads (`known_keys.KNOWN_KEY_VARIABLES`, generated from
 litellm's own metadata) and whole families where providers read several (`AWS_*`, `AZURE_*`, …). A few names
 match a pattern and hold no secret (`BENIGN_NAMES`: zsh's `KEYTIMEOUT`, `TOKENIZERS_PARALLELISM`, the keyring
@@ -55,7 +57,16 @@ KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_"
 SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "COOKIE")
 """A name holding one of these (in any case) says its value is a secret; so does `AUTH` as a word, and `_PWD` at
 the end (`secret_name`)."""
-_AUTH_WORD = re.compile(r"(?:^|_)AUTH(?:$|_)")
+_SECRET_WORD = re.compile(r"(?:^|_)(?:AUTH|PASS|PAT)(?:$|_)")
+"""Short words that say a secret only as words of their own (`DB_PASS`, `GITHUB_PAT`; not `PASSENGER`, `PATH`)."""
+TOKEN_FORMATS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|glpat-[A-Za-z0-9_-]{20,}|xox[abeoprs]-[A-Za-z0-9-]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}"
+    r"|pypi-[A-Za-z0-9_-]{50,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+)
+"""Well-known token formats (GitHub, GitLab, Slack, OpenAI/Anthropic-style `sk-`, AWS access key ids, Google API
+keys, Hugging Face, npm, PyPI, PEM private keys): a variable holding one is a secret whatever its name."""
 BENIGN_NAMES = frozenset(
     {"KEYTIMEOUT", "TOKENIZERS_PARALLELISM", "PYTHON_KEYRING_BACKEND", "PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER"}
 )
@@ -106,13 +117,15 @@ def is_key_variable(name: str) -> bool:
 
 
 def is_secret(name: str, value: str) -> bool:
-    """Whether a variable is a secret (a model key, a secret-looking name, a URL with credentials), whatever
-    `pass_env` says."""
+    """Whether a variable is a secret (a model key, a secret-looking name, a URL with credentials, a token of a
+    well-known format), whatever `pass_env` says."""
     if is_key_variable(name):
         return True
     if name not in BENIGN_NAMES and secret_name(name):
         return True
-    return "://" in value and CREDENTIALS_IN_URL.search(value) is not None
+    if "://" in value and CREDENTIALS_IN_URL.search(value) is not None:
+        return True
+    return TOKEN_FORMATS.search(value) is not None
 
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization"})
@@ -141,12 +154,11 @@ def without_secret_entries(server: dict[str, Any]) -> dict[str, Any]:
 
 
 def secret_name(name: str) -> bool:
-    """Whether the name says its value is a secret (`SECRET_WORDS`, `AUTH` as a word, `_PWD` at the end)."""
+    """Whether the name says its value is a secret (`SECRET_WORDS`; `AUTH`, `PASS` or `PAT` as a word; `_PWD` at the
+    end)."""
     upper = name.upper()
     return (
-        any(word in upper for word in SECRET_WORDS)
-        or upper.endswith("_PWD")
-        or ("AUTH" in upper and _AUTH_WORD.search(upper) is not None)
+        any(word in upper for word in SECRET_WORDS) or upper.endswith("_PWD") or _SECRET_WORD.search(upper) is not None
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coder_agent.model.scripted import Reply, ScriptedModel
+from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.store import SessionStore
 from tests.support.mcp_servers.basic_http import serve_http
 from tests.support.scripted_agent import tool_agent
@@ -57,3 +57,30 @@ async def test_an_mcp_servers_token_from_the_editor_is_not_stored(tmp_path: Path
     from coder_agent.headless.export import render
 
     assert GH_TOKEN not in render(record, "json")
+
+
+UNNAMED = {
+    "GITHUB_PAT": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "DEPLOY_PAT": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789",
+    "DB_PASS": "hunter2-but-longer-0123",
+    "SLACK_BOT": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "OPENAI": "sk-proj-" + "abcdefghijklmnopqrstuvwxyz012345",
+    "GITLAB": "glpat-" + "abcdefghij0123456789",
+    "AWS_ID_COPY": "AKIAIOSFODNN7EXAMPLE",
+}
+"""Secrets whose variable's name does not say so: their value (a well-known token format) or a `PASS`/`PAT` word."""
+
+
+async def test_a_token_in_a_variable_whose_name_hides_it_never_reaches_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in UNNAMED.items():
+        monkeypatch.setenv(name, value)
+    printer = f"{sys.executable} -c 'import os; print(sorted(os.environ.items()))'"
+    model = ScriptedModel([Reply(calls=[Call("run_command", {"command": printer})]), Reply("Done.")])
+    async with tool_agent(tmp_path, model, terminal=False, mode="full-auto") as (client, _, session, _):
+        assert await client.prompt(session, "print the environment", timeout=60) == "end_turn"
+    (result,) = [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
+    assert "PATH" in result
+    for name, value in UNNAMED.items():
+        assert name not in result and value not in result, name
