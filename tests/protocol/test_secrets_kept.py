@@ -3,16 +3,20 @@ by which a key or token could reach a file, a child or the model, and shows it c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from coder_agent import secrets
+from coder_agent.agent.config_source import ConfigSource
+from coder_agent.credentials import Login, LoginStore
 from coder_agent.model.scripted import Call, Reply, ScriptedModel
 from coder_agent.store import SessionStore
 from tests.support.mcp_servers.basic_http import serve_http
-from tests.support.scripted_agent import tool_agent
+from tests.support.scripted_agent import editor_agent, scripted_runner, scripted_source, tool_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +88,31 @@ async def test_a_token_in_a_variable_whose_name_hides_it_never_reaches_a_command
     assert "PATH" in result
     for name, value in UNNAMED.items():
         assert name not in result and value not in result, name
+
+
+STORED = "sk-stored-login-key-0123456789abcdef"
+
+
+async def test_a_stored_login_the_session_does_not_use_is_still_redacted_from_what_the_model_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user logged in once (the key is in `credentials.json`: no keyring works here) and now configures a model
+    otherwise, so the session never loads the login. A read the user allows of that file (it lies outside the
+    workspace, so it asks) must not hand the model the key: it is redacted as every key the agent holds."""
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    logins = LoginStore(tmp_path / "data")
+    logins.save(Login("openai", "openai/gpt-5", STORED))
+    secrets._held.clear()  # a fresh agent process: it has not read the login yet
+    read = Call("read_file", {"path": str(logins.file)})
+    model = ScriptedModel([Reply(calls=[read]), Reply("Done.")])
+
+    def source(**fields: object) -> ConfigSource:
+        plain = scripted_source(tmp_path, **fields)  # its model's key comes from the environment
+        return dataclasses.replace(plain, logins=logins, environ={"CODER_AGENT_API_KEY": "sk-env-key-0123456789"})
+
+    async with editor_agent(tmp_path, scripted_runner(model), source) as (client, editor, session, _):
+        editor.permission_answers = ["allow_once"]
+        assert await client.prompt(session, "read my login", timeout=60) == "end_turn"
+    (result,) = [m["content"] for m in model.last_request.messages if m["role"] == "tool"]
+    assert "openai/gpt-5" in result, "the file was read"
+    assert STORED not in result
