@@ -20,9 +20,9 @@ made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to proces
 CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of secret variables (those passed
 through too) wherever they would reach a permission request, a tool result, a session update, an error, a log
 line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent),
-in the forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text,
-such as `user:key` in a Basic `Authorization` header); so are the keys the agent holds without a variable
-(`add_key_value`: the login `coder-agent login` stored).
+in the forms an echo takes: as written, URL-encoded, escaped in JSON or Python text, hexadecimal, and base64 (also
+inside a longer encoded text, such as `user:key` in a Basic `Authorization` header); so are the keys the agent
+holds without a variable (`add_key_value`: the login `coder-agent login` stored).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import logging
 import os
 import re
@@ -240,12 +241,15 @@ def _replace(text: str, values: list[tuple[str, str]]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def encoded_forms(value: str) -> tuple[str, ...]:
-    """`value` as written, then the forms an echo of it may take: URL-encoded (`%2B`, `+` for spaces),
-    hexadecimal, and base64, standard and URL-safe. Base64 is read in 3-byte groups, so a key inside a longer
-    text (`user:key`) is encoded differently at each of its three possible offsets: each form here is the run of
-    characters that encodes the key's whole groups at one offset, which appears whatever comes before or after."""
+    """`value` as written, then the forms an echo of it may take: URL-encoded (`%2B`, `+` for spaces), escaped in a JSON
+    string (`\\/` too) or a Python one, hexadecimal, and base64, standard and URL-safe. Base64 is read in 3-byte
+    groups, so a key inside a longer text (`user:key`) is encoded differently at each of its three possible offsets:
+    each form here is the run of characters that encodes the key's whole groups at one offset, which appears
+    whatever comes before or after."""
     forms = [value]
     forms += [urllib.parse.quote(value, safe=""), urllib.parse.quote(value), urllib.parse.quote_plus(value)]
+    in_json = json.dumps(value, ensure_ascii=False)[1:-1]  # a provider's JSON error body, as sent
+    forms += [in_json, in_json.replace("/", "\\/"), repr(value)[1:-1]]  # `\/` (some servers), a Python dict shown
     raw = value.encode("utf-8")
     forms += [binascii.hexlify(raw).decode("ascii"), binascii.hexlify(raw).decode("ascii").upper()]
     for offset in range(3):
