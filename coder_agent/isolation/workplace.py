@@ -283,8 +283,14 @@ def _copy_index(root: Path, target: Path) -> None:
     so taking the work tree into it reads only the files that changed."""
     where = git(["rev-parse", "--git-path", "index"], root=root).decode().strip()
     index = Path(where) if os.path.isabs(where) else root / where
-    if index.is_file():
-        shutil.copyfile(index, target)
+    try:  # commands write the index: a symlink or named pipe put there is not followed, nor waited on
+        data = nofollow.read_bytes(Path(os.path.realpath(index.parent)) / index.name)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("not copying the index %s (%s): the work tree is read without it", index, exc)
+        return
+    target.write_bytes(data)
 
 
 def _tree_size(root: Path, tree: str) -> tuple[int, int]:

@@ -34,6 +34,7 @@ import datetime
 import fnmatch
 import json
 import logging
+import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
-from coder_agent import secrets
+from coder_agent import nofollow, secrets
 from coder_agent.config.hooks import HOOK_EVENTS, TOOL_EVENTS, HookCommand, HookEvent, HooksConfig, ProjectHooks
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ContentToolCallContent, TextContent, ToolCallContent
@@ -280,8 +281,10 @@ def _text(text: str) -> ContentToolCallContent:
 
 
 def _text_of(path: Path) -> str | None:
+    """The file's text, or None: a path that is not a regular file (a named pipe something swapped in) is not waited
+    on, and its last part is not followed."""
     try:
-        return path.read_text(encoding="utf-8")
+        return nofollow.read_bytes(Path(os.path.realpath(path.parent)) / path.name).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 

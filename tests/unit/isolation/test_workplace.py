@@ -243,3 +243,24 @@ def test_a_copy_s_changes_are_read_without_following_a_folder_swapped_for_a_syml
         made.remove()
     assert flips > 0
     assert not [data for data in read if b"PRIVATE" in data], "a file outside was read as the child's change"
+
+
+def test_an_index_a_command_swapped_for_a_symlink_is_not_copied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Commands write `.git/index`; one made a symlink to a key outside is not followed into the agent's copy of it
+    (git is left to read the work tree without it)."""
+    repo = repository(tmp_path / "repo")
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (repo / ".git" / "index").unlink()
+    os.symlink(secret, repo / ".git" / "index")
+    (repo / "a.txt").write_text("one\ntwo\nthree\n")
+    made = make(owner(tmp_path), repo, name="general-1", cap=GIB)
+    try:
+        assert (made.tree / "a.txt").read_text() == "one\ntwo\nthree\n", "the uncommitted state, without the index"
+        copied = [p for p in made.folder.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
+    finally:
+        made.remove()
+    assert copied == []
+    assert "not copying the index" in caplog.text
