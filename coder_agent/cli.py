@@ -332,10 +332,11 @@ def with_command(words: list[str]) -> list[str]:
 
 
 def setup_logging(log_file: Path | None, level: str) -> None:
-    """Logs go to stderr or to a file; never to stdout."""
+    """Logs go to stderr or to a file (made readable by its owner only: it holds prompts); never to stdout."""
     handler: logging.Handler
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         handler = logging.FileHandler(log_file, encoding="utf-8")
     else:
         handler = logging.StreamHandler(sys.__stderr__)

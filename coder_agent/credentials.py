@@ -7,10 +7,11 @@ a folder of mode 0700 — never in a project, and kept out of sandboxed commands
 `load` reads it back (keyring first), `delete` removes it from both (`coder-agent logout`, ACP `logout`).
 
 The key is a model key like those of the environment: once read it is registered with `secrets` so it is redacted
-wherever they are, and it is handed to the model library as a parameter, never put into an environment, so no
-child process gets it. `keyring` takes a few hundred milliseconds to load its backends: it is imported on first
-use only, which is a session's setup when no model or key is configured otherwise, never `initialize`.
-`PYTHON_KEYRING_BACKEND` (keyring's own variable) picks a backend, `keyring.backends.fail.Keyring` none at all.
+wherever they are (the file's is read for that at every session's opening, used or not: `know_stored_file`), and
+it is handed to the model library as a parameter, never put into an environment, so no child process gets it.
+`keyring` takes a few hundred milliseconds to load its backends: it is imported on first use only, which is a
+session's setup when no model or key is configured otherwise, never `initialize`. `PYTHON_KEYRING_BACKEND`
+(keyring's own variable) picks a backend, `keyring.backends.fail.Keyring` none at all.
 """
 
 from __future__ import annotations
@@ -72,6 +73,14 @@ class LoginStore:
         if login is not None:
             secrets.add_key_value(login.key, STORED_KEY)
         return login
+
+    def know_stored_file(self) -> None:
+        """Register the key of the file's login, if there is one, to be redacted, without loading the keyring: a
+        session that does not use the login (its key comes from elsewhere) must not show it either should a read
+        or a command the user allows reach the file."""
+        login = self._from_file()
+        if login is not None:
+            secrets.add_key_value(login.key, STORED_KEY)
 
     def key_for(self, provider: str) -> str | None:
         """The stored key, if the stored login is for `provider` (a key is never sent to another provider)."""

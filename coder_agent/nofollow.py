@@ -73,16 +73,17 @@ def _open(name: str, flags: int, folder: int, mode: int = 0o777) -> int:
 
 
 def open_file(real: Path) -> BinaryIO:
-    """The file `real` opened for reading, reached without following any symlink."""
+    """The file `real` opened for reading, reached without following any symlink; a file that is not a regular one (a
+    named pipe a command left there, a device) is an error, never waited on (it is opened without blocking)."""
     if not SUPPORTED:
         return real.open("rb")
     with open_folder(real.parent) as folder:
-        fd = _open(real.name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), folder)
-    handle = os.fdopen(fd, "rb")
+        fd = _open(real.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), folder)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
-        handle.close()
+        os.close(fd)
         raise IsADirectoryError(errno.EISDIR, "not a regular file", str(real))
-    return handle
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def read_bytes(real: Path) -> bytes:

@@ -1,9 +1,11 @@
 """Secrets stay in the agent: what a child's environment leaves out, and secret values redacted from output.
 
 A secret variable is one whose NAME says so — it contains (ignoring case) `KEY`, `SECRET`, `TOKEN`, `PASSWORD`,
-`PASSWD`, `PASSPHRASE`, `CREDENTIAL` or `COOKIE`, has `AUTH` as a word of its own (`NPM_CONFIG__AUTH`,
-`DOCKER_AUTH_CONFIG`, `SSH_AUTH_SOCK`) or ends in `_PWD` (`MYSQL_PWD`) — or whose VALUE holds a URL with
-credentials (`https://user:pass@host`, `https://token@host`); and every model key: `CODER_AGENT_API_KEY`, the
+`PASSWD`, `PASSPHRASE`, `CREDENTIAL` or `COOKIE`, has `AUTH`, `PASS` or `PAT` as a word of its own
+(`NPM_CONFIG__AUTH`, `DOCKER_AUTH_CONFIG`, `SSH_AUTH_SOCK`, `DB_PASS`, `GITHUB_PAT`) or ends in `_PWD`
+(`MYSQL_PWD`) — or whose VALUE holds a URL with credentials (`https://user:pass@host`, `https://token@host`) or a
+token of a well-known format (`TOKEN_FORMATS`: `ghp_…`, `sk-…`, `xoxb-…`, `AKIA…`, a PEM private key, …); and every
+model key: `CODER_AGENT_API_KEY`, the
 config's `api_key_env`, every credential variable litellm reads (`known_keys.KNOWN_KEY_VARIABLES`, generated from
 litellm's own metadata) and whole families where providers read several (`AWS_*`, `AZURE_*`, …). A few names
 match a pattern and hold no secret (`BENIGN_NAMES`: zsh's `KEYTIMEOUT`, `TOKENIZERS_PARALLELISM`, the keyring
@@ -18,9 +20,9 @@ made non-dumpable, so `/proc/<agent>/environ` and debuggers are closed to proces
 CAP_SYS_PTRACE. As a second line of defence, `redact()` replaces the values of secret variables (those passed
 through too) wherever they would reach a permission request, a tool result, a session update, an error, a log
 line, the session store or `coder-agent run`'s output (a provider's error message may echo the key it was sent),
-in the forms an echo takes: as written, URL-encoded, hexadecimal, and base64 (also inside a longer encoded text,
-such as `user:key` in a Basic `Authorization` header); so are the keys the agent holds without a variable
-(`add_key_value`: the login `coder-agent login` stored).
+in the forms an echo takes: as written, URL-encoded, escaped in JSON or Python text, hexadecimal, and base64 (also
+inside a longer encoded text, such as `user:key` in a Basic `Authorization` header); so are the keys the agent
+holds without a variable (`add_key_value`: the login `coder-agent login` stored).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import logging
 import os
 import re
@@ -55,7 +58,16 @@ KEY_FAMILIES = ("AWS_", "AZURE_", "HF_", "HUGGING_FACE_", "COHERE_", "VERTEXAI_"
 SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "COOKIE")
 """A name holding one of these (in any case) says its value is a secret; so does `AUTH` as a word, and `_PWD` at
 the end (`secret_name`)."""
-_AUTH_WORD = re.compile(r"(?:^|_)AUTH(?:$|_)")
+_SECRET_WORD = re.compile(r"(?:^|_)(?:AUTH|PASS|PAT)(?:$|_)")
+"""Short words that say a secret only as words of their own (`DB_PASS`, `GITHUB_PAT`; not `PASSENGER`, `PATH`)."""
+TOKEN_FORMATS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|glpat-[A-Za-z0-9_-]{20,}|xox[abeoprs]-[A-Za-z0-9-]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36}"
+    r"|pypi-[A-Za-z0-9_-]{50,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+)
+"""Well-known token formats (GitHub, GitLab, Slack, OpenAI/Anthropic-style `sk-`, AWS access key ids, Google API
+keys, Hugging Face, npm, PyPI, PEM private keys): a variable holding one is a secret whatever its name."""
 BENIGN_NAMES = frozenset(
     {"KEYTIMEOUT", "TOKENIZERS_PARALLELISM", "PYTHON_KEYRING_BACKEND", "PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER"}
 )
@@ -106,22 +118,48 @@ def is_key_variable(name: str) -> bool:
 
 
 def is_secret(name: str, value: str) -> bool:
-    """Whether a variable is a secret (a model key, a secret-looking name, a URL with credentials), whatever
-    `pass_env` says."""
+    """Whether a variable is a secret (a model key, a secret-looking name, a URL with credentials, a token of a
+    well-known format), whatever `pass_env` says."""
     if is_key_variable(name):
         return True
     if name not in BENIGN_NAMES and secret_name(name):
         return True
-    return "://" in value and CREDENTIALS_IN_URL.search(value) is not None
+    if "://" in value and CREDENTIALS_IN_URL.search(value) is not None:
+        return True
+    return TOKEN_FORMATS.search(value) is not None
+
+
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization"})
+"""HTTP headers whose value is a credential though their name holds no secret word (`Cookie`, `X-Api-Key` do)."""
+
+
+def secret_entry(name: str, value: str) -> bool:
+    """Whether an environment or header entry someone else gave (an MCP server's, from the editor) holds a secret:
+    by its name or value as a variable is judged, or as a credential header, or because it holds a key the agent
+    knows. Such a value is not the agent's to keep: the store and exports leave the entry out."""
+    return is_secret(name, value) or name.lower() in SECRET_HEADERS or redact(value) != value
+
+
+def without_secret_entries(server: dict[str, Any]) -> dict[str, Any]:
+    """An MCP server's spec (its wire form) with the `env` and `headers` entries that hold a secret left out."""
+    kept = dict(server)
+    for part in ("env", "headers"):
+        entries = kept.get(part)
+        if isinstance(entries, list):
+            kept[part] = [
+                entry
+                for entry in entries
+                if isinstance(entry, dict) and not secret_entry(str(entry.get("name", "")), str(entry.get("value", "")))
+            ]
+    return kept
 
 
 def secret_name(name: str) -> bool:
-    """Whether the name says its value is a secret (`SECRET_WORDS`, `AUTH` as a word, `_PWD` at the end)."""
+    """Whether the name says its value is a secret (`SECRET_WORDS`; `AUTH`, `PASS` or `PAT` as a word; `_PWD` at the
+    end)."""
     upper = name.upper()
     return (
-        any(word in upper for word in SECRET_WORDS)
-        or upper.endswith("_PWD")
-        or ("AUTH" in upper and _AUTH_WORD.search(upper) is not None)
+        any(word in upper for word in SECRET_WORDS) or upper.endswith("_PWD") or _SECRET_WORD.search(upper) is not None
     )
 
 
@@ -203,12 +241,15 @@ def _replace(text: str, values: list[tuple[str, str]]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def encoded_forms(value: str) -> tuple[str, ...]:
-    """`value` as written, then the forms an echo of it may take: URL-encoded (`%2B`, `+` for spaces),
-    hexadecimal, and base64, standard and URL-safe. Base64 is read in 3-byte groups, so a key inside a longer
-    text (`user:key`) is encoded differently at each of its three possible offsets: each form here is the run of
-    characters that encodes the key's whole groups at one offset, which appears whatever comes before or after."""
+    """`value` as written, then the forms an echo of it may take: URL-encoded (`%2B`, `+` for spaces), escaped in a JSON
+    string (`\\/` too) or a Python one, hexadecimal, and base64, standard and URL-safe. Base64 is read in 3-byte
+    groups, so a key inside a longer text (`user:key`) is encoded differently at each of its three possible offsets:
+    each form here is the run of characters that encodes the key's whole groups at one offset, which appears
+    whatever comes before or after."""
     forms = [value]
     forms += [urllib.parse.quote(value, safe=""), urllib.parse.quote(value), urllib.parse.quote_plus(value)]
+    in_json = json.dumps(value, ensure_ascii=False)[1:-1]  # a provider's JSON error body, as sent
+    forms += [in_json, in_json.replace("/", "\\/"), repr(value)[1:-1]]  # `\/` (some servers), a Python dict shown
     raw = value.encode("utf-8")
     forms += [binascii.hexlify(raw).decode("ascii"), binascii.hexlify(raw).decode("ascii").upper()]
     for offset in range(3):

@@ -61,6 +61,8 @@ class ConfigSource:
         config, problems = self._layers(cwd)
         if cwd is not None:
             config, problems = self._without_project_endpoint(config, cwd, problems)
+        if self.logins is not None:
+            self.logins.know_stored_file()  # redacted even where unused (cheap: no keyring)
         if not config.model and self.logins is not None and (login := self.logins.load()) is not None:
             config = config.model_copy(update={"model": login.model})
         return config, problems

@@ -157,10 +157,12 @@ PROJECT_FILE_IGNORES: tuple[tuple[str, ...], ...] = (
     ("sandbox",),
     ("lsp",),
     ("telemetry",),
+    ("wake",),
 )
 """Settings a project file may not make: a cloned repository must not be able to send the user's key to its own
 server, grant itself permissions, widen the sandbox's walls, name a command the agent runs unasked after every
-edit, or send the session's traces (with prompts, if it asked) to a collector of its choosing. Set these in the
+edit, send the session's traces (with prompts, if it asked) to a collector of its choosing, or have the agent spend
+on turns nobody asked for (`[wake]`: its own turns when jobs end, and what they may cost). Set these in the
 user file, the environment, or with --config."""
 
 

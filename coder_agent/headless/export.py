@@ -12,7 +12,8 @@
 
 Everything the model or a tool wrote is data here: Markdown fences grow longer than any run of backticks inside
 them, characters that could hide text are made visible, and key values of this environment are redacted from
-every format (the store redacted them when it saved; this is for keys added since).
+every format (the store redacted them when it saved; this is for keys added since), as are the MCP servers' env
+and header entries that hold a secret (`secrets.without_secret_entries`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from coder_agent.agent.system_prompt import MODE as MODE_FACT
 from coder_agent.errors import ResourceNotFound
 from coder_agent.headless.sessions import resolve
 from coder_agent.permissions import MODES
-from coder_agent.secrets import redact, redact_data
+from coder_agent.secrets import redact, redact_data, without_secret_entries
 from coder_agent.session.replay import SESSION_KEY, SUBAGENT
 from coder_agent.store import SessionRecord, SessionStore, StoreError
 from coder_agent.tools.file_view import unfenced
@@ -77,7 +78,11 @@ def render(record: SessionRecord, fmt: Format) -> str:
     """The session in `fmt`, as text ending with a newline."""
     if fmt == "markdown":
         return redact("".join(markdown(record)))
-    data = trajectory(record) if fmt == "atif" else record.model_dump(mode="json", exclude={"checkpoints"})
+    if fmt == "atif":
+        data = trajectory(record)
+    else:  # a session stored before its servers' tokens were left out still has them: not exported
+        data = record.model_dump(mode="json", exclude={"checkpoints"})
+        data["mcp_servers"] = [without_secret_entries(server) for server in data.get("mcp_servers", [])]
     return json.dumps(redact_data(data), ensure_ascii=False, indent=2) + "\n"
 
 

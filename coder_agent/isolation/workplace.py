@@ -134,19 +134,19 @@ class Workplace:
     # ---- a copy ---------------------------------------------------------------------------------
 
     def _copy_changes(self) -> list[Change]:
-        base = self.folder / "base"
+        # Both copies are read along their own real places, never through a symlink in them: what still runs in the
+        # child's copy (its language server) may swap a folder listed a moment ago for a symlink to one outside.
+        base, tree = Path(os.path.realpath(self.folder / "base")), Path(os.path.realpath(self.tree))
         changes = []
         for path, was, is_now in copying.changes(base, self.tree):
-            before_path, after_path = base / path, self.tree / path
+            before_path, after_path = base / path, tree / path
             if (was and before_path.is_symlink()) or (is_now and after_path.is_symlink()):
                 changes.append(Change(path, None, None, "a symlink"))
                 continue
-            sizes = [p.stat().st_size for p, there in ((before_path, was), (after_path, is_now)) if there]
-            if any(size > MAX_FILE_BYTES for size in sizes):
-                changes.append(Change(path, None, None, f"over {MAX_FILE_BYTES // 1_000_000} MB"))
-                continue
-            before, unread = _read(Path(os.path.realpath(before_path))) if was else (None, None)
-            after, unread = _read(Path(os.path.realpath(after_path))) if is_now and not unread else (None, unread)
+            before, unread = _read(before_path) if was else (None, None)
+            after, unread = _read(after_path) if is_now and not unread else (None, unread)
+            if unread is None and ((was and before is None) or (is_now and after is None)):
+                unread = f"over {MAX_FILE_BYTES // 1_000_000} MB"
             changes.append(Change(path, None, None, unread) if unread else Change(path, before, after))
         return changes
 
@@ -283,8 +283,14 @@ def _copy_index(root: Path, target: Path) -> None:
     so taking the work tree into it reads only the files that changed."""
     where = git(["rev-parse", "--git-path", "index"], root=root).decode().strip()
     index = Path(where) if os.path.isabs(where) else root / where
-    if index.is_file():
-        shutil.copyfile(index, target)
+    try:  # commands write the index: a symlink or named pipe put there is not followed, nor waited on
+        data = nofollow.read_bytes(Path(os.path.realpath(index.parent)) / index.name)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("not copying the index %s (%s): the work tree is read without it", index, exc)
+        return
+    target.write_bytes(data)
 
 
 def _tree_size(root: Path, tree: str) -> tuple[int, int]:

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from coder_agent.lsp.connection import CommandWrapper, ServerConnection, ServerFailed, command_line
 from coder_agent.lsp.diagnostics import Diagnostic, new_since
 from coder_agent.lsp.editor import EditorServer, EditorServers
-from coder_agent.lsp.servers import ServerKind, find_command, kind_for, root_for, server_kinds
+from coder_agent.lsp.servers import ServerKind, find_command, kind_for, planted, root_for, server_kinds
 from coder_agent.lsp.settings import LspConfig
 from coder_agent.secrets import child_environ
 
@@ -207,14 +207,20 @@ class LanguageServers:
 
     async def _start(self, kind: ServerKind, root: Path, key: tuple[str, Path]) -> ServerConnection | None:
         environ = child_environ() if self._environ is None else dict(self._environ)
-        command = find_command(kind, environ)
+        outside = () if self._sandboxed else self._roots  # without walls: no program a command may have planted
+        command = find_command(kind, environ, outside)
         if command is None:
             self._given_up.add(key)
             names = " or ".join(f"`{c[0]}`" for c in kind.commands)
+            inside = planted(kind, environ) if outside else None
+            where = (
+                f"The one found, {inside}, lies inside the session's folders, which commands may write, and servers "
+                "run outside the walls here: give its full path in the config's command to use it anyway."
+                if inside is not None
+                else f"{names} is not on PATH. Install one, or name another in the config's [lsp.servers.{kind.name}]."
+            )
             await self._tell_once(
-                f"missing:{kind.name}",
-                f"No {kind.name} language server: edits get the syntax check only",
-                f"{names} is not on PATH. Install one, or name another in the config's [lsp.servers.{kind.name}].",
+                f"missing:{kind.name}", f"No {kind.name} language server: edits get the syntax check only", where
             )
             return None
         server = ServerConnection(kind, root, command, self._wrap)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coder_agent.lsp.settings import LspConfig
+from coder_agent.process import find_program
 
 
 @dataclass(frozen=True)
@@ -114,17 +115,31 @@ def language_id(path: Path, kind: ServerKind) -> str:
     return kind.language_id or LANGUAGE_IDS.get(path.suffix.removeprefix(".").lower(), kind.name)
 
 
-def find_command(kind: ServerKind, environ: Mapping[str, str]) -> list[str] | None:
-    """The first of the server's command lines whose program is found on PATH, with the program's full path.
-    `tsc` counts only from TypeScript 7 on (the first with a language server of its own, `tsc --lsp`)."""
+def find_command(kind: ServerKind, environ: Mapping[str, str], outside: Sequence[Path] = ()) -> list[str] | None:
+    """The first of the server's command lines whose program is found on PATH, with the program's full path: on no
+    PATH entry inside the folders `outside` (a server that runs without walls is never one a command planted:
+    `process.find_program`; a full path in the config is the user's word). `tsc` counts only from TypeScript 7 on
+    (the first with a language server of its own, `tsc --lsp`)."""
     search = environ.get("PATH", os.defpath)
     for command in kind.commands:
         program = command[0]
-        found = program if os.sep in program and os.access(program, os.X_OK) else shutil.which(program, path=search)
+        if os.sep in program:
+            found = program if os.access(program, os.X_OK) else None
+        else:
+            found = (
+                find_program(program, outside=outside, path=search) if outside else shutil.which(program, path=search)
+            )
         if found is None or (program == "tsc" and command[1:2] == ("--lsp",) and not _typescript_7(Path(found))):
             continue
         return [found, *command[1:]]
     return None
+
+
+def planted(kind: ServerKind, environ: Mapping[str, str]) -> str | None:
+    """Where a program of the server lies on PATH at all (after `find_command` found none outside the session's
+    folders: inside them, so not started)."""
+    search = environ.get("PATH", os.defpath)
+    return next((found for c in kind.commands if (found := shutil.which(c[0], path=search)) is not None), None)
 
 
 def _typescript_7(tsc: Path) -> bool:

@@ -23,7 +23,8 @@ Only its stderr is read (stdout goes to /dev/null); key values are redacted from
 
 A project file's hooks (`Config.project_hooks`) are repository content: at the start of the session's first turn
 the user is asked once, the question naming each command, and a yes is remembered for that folder and those hooks
-(`HookTrust`); hooks that changed are asked about again. Where no one can be asked (a run without a terminal), they
+(`HookTrust`); hooks that changed are asked about again, and so are hooks trusted inside the walls where the session
+has none. Where no one can be asked (a run without a terminal), they
 do not run, and a notice says so once.
 """
 
@@ -33,6 +34,7 @@ import datetime
 import fnmatch
 import json
 import logging
+import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
-from coder_agent import secrets
+from coder_agent import nofollow, secrets
 from coder_agent.config.hooks import HOOK_EVENTS, TOOL_EVENTS, HookCommand, HookEvent, HooksConfig, ProjectHooks
 from coder_agent.permissions import Choice
 from coder_agent.protocol.content import ContentToolCallContent, TextContent, ToolCallContent
@@ -229,11 +231,12 @@ class Hooks:
 
     async def _settle_trust(self, project: ProjectHooks) -> bool:
         """Whether the project's hooks run: trusted before (these very hooks, in this folder), or now."""
-        if self.trust.trusted(project):
+        walled = self.sandbox is not None
+        if self.trust.trusted(project, walled=walled):
             return True
         call_id = f"hooks_{uuid.uuid4().hex[:12]}"
         title = f"Run the hooks of {project.file}?"
-        content: list[ToolCallContent] = [_text(_listing(project, sandboxed=self.sandbox is not None))]
+        content: list[ToolCallContent] = [_text(_listing(project, sandboxed=walled))]
         choices = [
             Choice("allow_always", "Trust them (remembered here until they change)", id=TRUST),
             Choice("reject_once", "Do not run them", id=SKIP),
@@ -251,7 +254,7 @@ class Hooks:
         trusted = answer == TRUST
         if trusted:
             try:
-                self.trust.remember(project)
+                self.trust.remember(project, walled=walled)
             except OSError as exc:
                 log.warning("the trust in %s's hooks could not be remembered: %s", project.file, exc)
         shown = "Trusted: they run." if trusted else "Not run."
@@ -278,8 +281,10 @@ def _text(text: str) -> ContentToolCallContent:
 
 
 def _text_of(path: Path) -> str | None:
+    """The file's text, or None: a path that is not a regular file (a named pipe something swapped in) is not waited
+    on, and its last part is not followed."""
     try:
-        return path.read_text(encoding="utf-8")
+        return nofollow.read_bytes(Path(os.path.realpath(path.parent)) / path.name).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 

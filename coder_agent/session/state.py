@@ -235,7 +235,7 @@ class SessionState:
             allow_rules=[str(r) for r in policy.session_allow],
             deny_rules=[str(r) for r in policy.session_deny],
             checkpoints=[c.to_dict() for c in self.checkpoints.history],
-            mcp_servers=[_without_keys(server) for server in self.mcp_servers],
+            mcp_servers=[secrets.without_secret_entries(server) for server in self.mcp_servers],
             marks={key: mark.stored() for key, mark in self.conversation.marks.items()},
             system_prompt=_redacted(self.system_prompt_addition),
             auto_compact=self.auto_compact,
@@ -338,17 +338,6 @@ class Stash:
         except (KeyError, TypeError, ValueError):
             log.warning("ignoring a malformed stored rewind")
             return None
-
-
-def _without_keys(server: dict[str, Any]) -> dict[str, Any]:
-    """An MCP server as stored: its env and header entries whose value holds a model key left out."""
-    kept = dict(server)
-    for part in ("env", "headers"):
-        if part in kept:
-            kept[part] = [
-                entry for entry in kept[part] if secrets.redact(str(entry.get("value", ""))) == entry.get("value")
-            ]
-    return kept
 
 
 def _marks(stored: dict[str, list[Any]], length: int) -> dict[str, Mark]:

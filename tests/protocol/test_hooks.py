@@ -192,3 +192,33 @@ async def test_a_projects_hooks_run_once_trusted_and_are_asked_about_again_when_
     trusted = json.loads((Path(os.environ["XDG_DATA_HOME"]) / "coder-agent" / "trusted-hooks.json").read_text())
     assert list(trusted) == [str(work.resolve())]
     assert (Path(os.environ["XDG_DATA_HOME"]) / "coder-agent" / "trusted-hooks.json").stat().st_mode & 0o777 == 0o600
+
+
+@SANDBOXED
+async def test_a_projects_hooks_trusted_inside_the_walls_are_asked_about_again_where_they_would_run_without(
+    tmp_path: Path,
+) -> None:
+    """The yes was given to commands that run inside the sandbox (the question said so; a hook that runs a workspace
+    script runs what the model wrote there, walled). A session in the same folder without walls would run them with
+    the user's rights: it asks again, saying so, and a no runs nothing."""
+    work = tmp_path / "work"
+    log = work / "ran.log"
+    project_file(work, PROJECT_HOOK.format(log=log))
+    store = SessionStore(tmp_path / "store")
+
+    async def session(answer: str, **fields: Any) -> list[dict[str, Any]]:
+        model = ScriptedModel([Reply("ok")])
+        async with tool_agent(tmp_path, model, store=store, **fields) as (client, editor, session, _):
+            editor.permission_answers = [answer]
+            await client.prompt(session, "hi")
+        return editor.permission_requests
+
+    [asked] = await session("allow_always")
+    assert "inside the sandbox" in asked["toolCall"]["content"][0]["content"]["text"]
+    assert log.read_text() == "ran\n"
+
+    [again] = await session("reject_once", sandbox={"enabled": False})
+    assert "with your account's rights" in again["toolCall"]["content"][0]["content"]["text"]
+    assert log.read_text() == "ran\n", "not run outside the walls on a yes given to walled ones"
+    assert await session("reject_once") == [], "the walled trust stands"
+    assert log.read_text() == "ran\nran\n"

@@ -324,3 +324,23 @@ def test_a_file_on_stdin_is_read_without_waiting(tmp_path: Path) -> None:
     with (tmp_path / "in.txt").open("rb") as stdin:
         piped = read_piped(stdin, wait=0, limit=None)
     assert (piped.text, piped.size, piped.truncated) == ("caf\ufffd \ufffd", 6, False)
+
+
+def test_the_log_file_is_made_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """It holds prompts (keys are redacted from it, the work is not): not 0644 under the usual umask."""
+    import logging
+
+    from coder_agent.cli import setup_logging
+
+    root = logging.getLogger()
+    kept, level = root.handlers[:], root.level
+    log_file = tmp_path / "logs" / "agent.log"
+    try:
+        setup_logging(log_file, "info")
+        logging.getLogger("coder_agent.test").info("a line")
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], root.level = kept, level
+    assert log_file.stat().st_mode & 0o777 == 0o600
+    assert "a line" in log_file.read_text()

@@ -5,6 +5,7 @@ the user's `sandbox.pass_env` names it; and a secret is redacted in the forms a 
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
 import urllib.parse
@@ -144,3 +145,22 @@ def test_ordinary_text_is_not_taken_for_an_encoded_key() -> None:
     environ = {"OPENAI_API_KEY": "sk-short1"}
     text = "the build passed; c2stc2hvcnQx is a word here, and so is 736b2d"
     assert secrets.redact(text, environ) == text
+
+
+SLASHED = 'wJalrXUtnFEMI/K7MDENG/bPxRfi\\CY"EXAMPLEKEY'
+"""A key with the characters a JSON or Python echo escapes (AWS secret keys hold `/`; some hold more)."""
+
+
+@pytest.mark.parametrize(
+    ("form", "text"),
+    [
+        ("json", json.dumps({"error": {"message": f"bad key {SLASHED}"}})),
+        ("json with escaped slashes", json.dumps({"m": SLASHED}).replace("/", "\\/")),
+        ("python repr", repr({"error": {"message": f"bad key {SLASHED}"}})),
+    ],
+)
+def test_a_key_echoed_inside_a_json_or_python_body_is_redacted(form: str, text: str) -> None:
+    """A provider's error body echoes the key JSON-escaped (`\\/`, `\\"`, `\\\\`), or litellm shows it as a dict."""
+    cleaned = secrets.redact(text, {"AWS_SECRET_ACCESS_KEY": SLASHED})
+    assert "[redacted AWS_SECRET_ACCESS_KEY]" in cleaned, form
+    assert "EXAMPLEKEY" not in cleaned

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,80 @@ def test_a_folder_that_is_not_a_repository_is_copied_within_the_cap(tmp_path: Pa
     assert not made.folder.exists()
     with pytest.raises(IsolationFailed, match="more than 0 MiB"):
         make(owner(tmp_path), folder, name="general-2", cap=10)
+
+
+def test_a_copy_s_changes_are_read_without_following_a_folder_swapped_for_a_symlink(tmp_path: Path) -> None:
+    """Something still running in the child's copy (its language server, started there from its own files, ends only
+    after the merge is read) flips a folder between a real one and a symlink to a folder outside. What the agent reads
+    of the child's changes, outside the walls, must never come from there (it is shown in the merge's diff and, once
+    applied, written into the session's folder)."""
+    import threading
+
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("keep\n")
+    outside = tmp_path / "home" / ".ssh"
+    outside.mkdir(parents=True)
+    (outside / "id_rsa").write_text("PRIVATE KEY\n")
+    made = make(owner(tmp_path), folder, name="general-1", cap=GIB)
+    (made.tree / "a").mkdir()
+    for number in range(100):  # read before d/: the time between the listing and d/id_rsa's read
+        (made.tree / "a" / f"{number}.txt").write_text("new\n")
+    stop = threading.Event()
+    flips = 0
+
+    def flip() -> None:
+        nonlocal flips
+        real, link, here = made.tree / "d.real", made.tree / "d.link", made.tree / "d"
+        real.mkdir()
+        (real / "id_rsa").write_text("planted\n")
+        os.symlink(outside, link)
+        while not stop.is_set():
+            os.rename(real, here)
+            os.rename(here, real)
+            os.rename(link, here)
+            os.rename(here, link)
+            flips += 1
+
+    flipper = threading.Thread(target=flip)
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the two threads take turns often, as two processes would
+    flipper.start()
+    read: list[bytes] = []
+    try:
+        for _ in range(300):
+            if any(b"PRIVATE" in data for data in read):
+                break
+            try:
+                changes = made.changes()
+            except OSError:
+                continue  # a file gone while it was read: the merge says its changes could not be read
+            read += [change.after for change in changes if change.after is not None]
+    finally:
+        stop.set()
+        flipper.join()
+        sys.setswitchinterval(switching)
+        made.remove()
+    assert flips > 0
+    assert not [data for data in read if b"PRIVATE" in data], "a file outside was read as the child's change"
+
+
+def test_an_index_a_command_swapped_for_a_symlink_is_not_copied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Commands write `.git/index`; one made a symlink to a key outside is not followed into the agent's copy of it
+    (git is left to read the work tree without it)."""
+    repo = repository(tmp_path / "repo")
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (repo / ".git" / "index").unlink()
+    os.symlink(secret, repo / ".git" / "index")
+    (repo / "a.txt").write_text("one\ntwo\nthree\n")
+    made = make(owner(tmp_path), repo, name="general-1", cap=GIB)
+    try:
+        assert (made.tree / "a.txt").read_text() == "one\ntwo\nthree\n", "the uncommitted state, without the index"
+        copied = [p for p in made.folder.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
+    finally:
+        made.remove()
+    assert copied == []
+    assert "not copying the index" in caplog.text

@@ -194,3 +194,36 @@ async def test_a_workspace_of_20000_files_changes_nothing(tmp_path: Path) -> Non
         assert found is not None
         assert [d.code for d in found.new] == ["E2"]
         assert not told
+
+
+async def test_a_server_outside_the_walls_is_never_a_program_on_a_path_entry_inside_the_session_s_folders(
+    tmp_path: Path,
+) -> None:
+    """With `without_sandbox` (no walls here), a server runs with the user's rights: its program is never taken from
+    a PATH entry the session's commands may write (a planted `node_modules/.bin` or `.venv/bin`), as the agent's git,
+    ripgrep and MCP servers are not; the same program outside is started."""
+    work, outside = tmp_path / "work", tmp_path / "tools"
+    for folder in (work / "node_modules" / ".bin", outside):
+        folder.mkdir(parents=True)
+        program = folder / "marked-server"
+        program.write_text(f"#!/bin/sh\necho ran > {folder}/ran\nexit 1\n")
+        program.chmod(0o755)
+    config = LspConfig.model_validate(
+        {"without_sandbox": True, "servers": {"marked": {"command": ["marked-server"], "extensions": ["mk"]}}}
+    )
+    told: list[tuple[str, str]] = []
+
+    async def tell(title: str, description: str) -> None:
+        told.append((title, description))
+
+    for path_entries in ([work / "node_modules" / ".bin"], [work / "node_modules" / ".bin", outside]):
+        async with anyio.create_task_group() as tasks:
+            environ = {"PATH": ":".join(map(str, path_entries))}
+            pool = LanguageServers(config, [work], tasks, wrap=None, sandboxed=False, tell=tell, environ=environ)
+            try:
+                assert await pool.after_edit(work / "a.mk", None, "ERROR\n") is None
+            finally:
+                await pool.aclose()
+    assert not (work / "node_modules" / ".bin" / "ran").exists(), "the planted server ran with the user's rights"
+    assert (outside / "ran").exists(), "the one outside the session's folders is the server"
+    assert "node_modules" in told[0][1], "the notice names where the one found lies"
