@@ -186,7 +186,7 @@ async def test_a_vanished_client_is_dropped_its_turn_cancelled_and_its_session_s
     tmp_path: Path, work: Path
 ) -> None:
     held = anyio.Event()
-    model = ScriptedModel([Reply("Thinking about it", chunk_size=4, hold=held, hold_after=1), Reply("Back.")])
+    model = ScriptedModel([Reply("Thinking about it", chunk_size=8, hold=held), Reply("Back.")])
     async with acp_server(tmp_path, model, client_timeout=1.0) as served:
         async with websocket_client(served.url) as (client, socket):
             await client.initialize()
@@ -199,7 +199,7 @@ async def test_a_vanished_client_is_dropped_its_turn_cancelled_and_its_session_s
                     "params": {"sessionId": session, "prompt": [{"type": "text", "text": "a long question"}]},
                 }
             )
-            await client.wait_for(lambda: bool(client.agent_text(session)))
+            await client.wait_for(lambda: "Thinking" in client.agent_text(session))  # the model's, not a notice
             stop_reading(socket)  # gone silent: no pong comes back
             with anyio.fail_after(WAIT):
                 await served.server.idle()
@@ -246,7 +246,7 @@ async def test_a_client_that_stops_reading_is_dropped_and_its_session_saved(
 
 async def test_loading_a_session_open_elsewhere_takes_it_over(tmp_path: Path, work: Path) -> None:
     held = anyio.Event()
-    model = ScriptedModel([Reply("Working", chunk_size=2, hold=held), Reply("Taken over.")])
+    model = ScriptedModel([Reply("Working on it", chunk_size=7, hold=held), Reply("Taken over.")])
     async with acp_server(tmp_path, model) as served, websocket_client(served.url) as (old, _):
         await old.initialize()
         session = await old.new_session(str(work))
@@ -258,7 +258,9 @@ async def test_loading_a_session_open_elsewhere_takes_it_over(tmp_path: Path, wo
                 "params": {"sessionId": session, "prompt": [{"type": "text", "text": "first"}]},
             }
         )
-        await old.wait_for(lambda: bool(old.agent_text(session)))
+        # The model's first chunk, not just any agent text: a client without fs or terminals is told so in an agent
+        # message before the model is asked, and a takeover then would leave the held reply to the new prompt.
+        await old.wait_for(lambda: "Working" in old.agent_text(session))
         async with websocket_client(served.url) as (new, _):
             await new.initialize()
             await new.request("session/load", load_params(session, work))
