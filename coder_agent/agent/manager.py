@@ -16,7 +16,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,11 +24,10 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from coder_agent import extensions, secrets
-from coder_agent.agent import commands, isolated, observers, sandboxing, system_prompt, wake
+from coder_agent import extensions
+from coder_agent.agent import commands, isolated, observers, opening, sandboxing, wake
 from coder_agent.agent.config_source import ConfigSource
 from coder_agent.checkpoints import Checkpoints
-from coder_agent.config import Config
 from coder_agent.errors import (
     InternalError,
     InvalidParams,
@@ -37,7 +36,6 @@ from coder_agent.errors import (
     ResourceNotFound,
     RpcError,
 )
-from coder_agent.permissions import PermissionPolicy, Rule
 from coder_agent.protocol.content import ContentBlock
 from coder_agent.protocol.schema import (
     AvailableCommandsUpdate,
@@ -50,7 +48,6 @@ from coder_agent.session import rewind as rewinding
 from coder_agent.session.bridge import ClientBridge
 from coder_agent.session.conversation import SystemPromptAddition
 from coder_agent.session.fork import ForkPointUnknown, fork_record
-from coder_agent.session.jobs import Job
 from coder_agent.session.options import apply_option, session_options
 from coder_agent.session.redacting_bridge import RedactingBridge
 from coder_agent.session.saver import Saver
@@ -68,8 +65,6 @@ from coder_agent.store import (
 )
 
 log = logging.getLogger(__name__)
-
-MCP_CONNECT_TIMEOUT = 20.0
 
 ClientFactory = Callable[[str], ClientBridge]
 
@@ -182,7 +177,7 @@ class SessionManager:
         Getting ready runs in the background: the model library for the session's model, and the system
         prompt with its git context, so the first prompt finds them done."""
         self.runner.warm(session)
-        self.tasks.start_soon(_prepare, session)
+        self.tasks.start_soon(opening.prepare, session)
         services = session.services
         hub = services.mcp
         if hub is not None:
@@ -220,7 +215,7 @@ class SessionManager:
             cwd=cwd,
             additional_directories=additional_directories,
             config=config,
-            policy=_policy(cwd, config),
+            policy=opening.policy(cwd, config),
             checkpoints=Checkpoints(cwd, session_id=session_id),
             mcp_servers=[server.wire() for server in mcp_servers],
         )
@@ -230,7 +225,7 @@ class SessionManager:
             notices=[("The project config was left out", problem) for problem in problems],
         )
         session = Session(state, services)
-        services.jobs.on_end = _job_ended(wake.Starter(self.tasks, self.runner), session)
+        services.jobs.on_end = opening.job_ended(wake.Starter(self.tasks, self.runner), session)
         services.switch_mode = lambda mode: self.set_option(session, "mode", mode)
         try:
             await self._sandbox(session)
@@ -238,7 +233,7 @@ class SessionManager:
                 services.notices.append(swept)
             await observers.observe(session, config)  # its language servers, hooks and telemetry
             if mcp_servers:
-                await _connect_mcp(session, mcp_servers, self.runner)
+                await opening.connect_mcp(session, mcp_servers, self.runner)
             if record is not None:
                 state.restore(record)
             fell_back = state.set_sandboxed(services.sandbox is not None)
@@ -249,7 +244,7 @@ class SessionManager:
                 await session.aclose()
             raise
         if self.store is not None:
-            services.saver = Saver(self.store, state.to_record, self.tasks, _saving_failed(session))
+            services.saver = Saver(self.store, state.to_record, self.tasks, opening.saving_failed(session))
         self.sessions[session_id] = session
         return session
 
@@ -441,63 +436,3 @@ class SessionManager:
         async with anyio.create_task_group() as task_group:
             for session in sessions:
                 task_group.start_soon(session.aclose)
-
-
-def _policy(cwd: Path, config: Config) -> PermissionPolicy:
-    """The session's permission policy from the config's mode and rules."""
-    secrets.add_key_variable(config.api_key_env)
-    secrets.let_through(config.sandbox.pass_env)
-    try:
-        allow = [Rule.parse(text) for text in config.permissions.allow]
-        deny = [Rule.parse(text) for text in config.permissions.deny]
-    except ValueError as exc:
-        raise InternalError(f"Invalid config: permissions: {exc}") from None
-    return PermissionPolicy(cwd=cwd, mode=config.default_mode, allow=allow, deny=deny)
-
-
-async def _connect_mcp(session: Session, servers: Sequence[McpServer], runner: TurnRunner) -> None:
-    """Start the session's MCP servers, all at once; a server that fails is reported, not fatal."""
-    from coder_agent.agent.mcp_requests import McpRequests
-    from coder_agent.mcp.hub import McpHub
-    from coder_agent.mcp.types import McpServerSpec
-
-    hooks = McpRequests(session, runner).hooks()
-    state, services = session.state, session.services
-    sandbox = services.sandbox if state.config.sandbox.mcp_servers else None
-    wrap = functools.partial(sandbox.launch, shared_network=False) if sandbox is not None else None
-    hub = McpHub(task_group=services.tasks, roots=state.roots, hooks=hooks, wrap_command=wrap)
-    services.mcp = hub
-    services.closers.append(hub.aclose)
-    specs = [McpServerSpec.from_acp(server, cwd=state.cwd) for server in servers]
-    statuses = await hub.connect(specs, timeout=MCP_CONNECT_TIMEOUT)
-    for status in statuses:
-        log.info("session %s: MCP server %s %s (%s)", session.id, status.name, status.state, status.error or "ok")
-
-
-async def _prepare(session: Session) -> None:
-    try:
-        await system_prompt.prepare(session.turn_context())
-    except Exception:  # the first turn builds it then, and reports what fails
-        log.warning("session %s: preparing the system prompt failed", session.id, exc_info=True)
-
-
-def _job_ended(manager: wake.Starter, session: Session) -> Callable[[Job], Awaitable[None]]:
-    """A job that ends while no turn runs is a notice, or a turn of the session's own (`agent.wake`); during a turn,
-    the model is told after its next tool call (either way the next environment update lists it)."""
-
-    async def tell(job: Job) -> None:
-        await wake.job_ended(manager, session, job)
-
-    return tell
-
-
-def _saving_failed(session: Session) -> Callable[[str], Awaitable[None]]:
-    async def tell(error: str) -> None:
-        description = (
-            f"{error}. It will not survive a restart until saving works again: check that the data folder is "
-            "writable and has free space."
-        )
-        with contextlib.suppress(Exception):
-            await session.services.bridge.notice("error", "This session could not be saved", description)
-
-    return tell
