@@ -33,6 +33,13 @@ def workspace(tmp_path: Path) -> Path:
     return work
 
 
+def read_then_edit(answer: str) -> list[Reply]:
+    """The model reads greet.py, asks to change its greeting, then says `answer`."""
+    edit = {"path": "greet.py", "old_string": "hello", "new_string": "bye"}
+    read = Call("read_file", {"path": "greet.py"})
+    return [Reply(calls=[read]), Reply(calls=[Call("edit_file", edit)]), Reply(answer)]
+
+
 async def run_acpx(tmp_path: Path, llm: FakeLLM, work: Path, *options: str, status: int = 0) -> Transcript:
     """Run acpx to its end; its exit status must be `status` and its output only frames."""
     env = agent_env(tmp_path, llm)
@@ -55,13 +62,7 @@ async def test_a_one_shot_answer(tmp_path: Path, fake_llm: FakeLLM) -> None:
 
 async def test_an_approved_edit_changes_the_file(tmp_path: Path, fake_llm: FakeLLM) -> None:
     work = workspace(tmp_path)
-    fake_llm.script(
-        [
-            Reply(calls=[Call("read_file", {"path": "greet.py"})]),
-            Reply(calls=[Call("edit_file", {"path": "greet.py", "old_string": "hello", "new_string": "bye"})]),
-            Reply("Changed the greeting."),
-        ]
-    )
+    fake_llm.script(read_then_edit("Changed the greeting."))
     transcript = await run_acpx(
         tmp_path, fake_llm, work, "--approve-all", "--append-system-prompt", "Answer like a pirate.", "exec", "Say bye"
     )
@@ -82,13 +83,7 @@ async def test_an_approved_edit_changes_the_file(tmp_path: Path, fake_llm: FakeL
 
 async def test_a_denied_edit_leaves_the_file(tmp_path: Path, fake_llm: FakeLLM) -> None:
     work = workspace(tmp_path)
-    fake_llm.script(
-        [
-            Reply(calls=[Call("read_file", {"path": "greet.py"})]),
-            Reply(calls=[Call("edit_file", {"path": "greet.py", "old_string": "hello", "new_string": "bye"})]),
-            Reply("Left it alone."),
-        ]
-    )
+    fake_llm.script(read_then_edit("Left it alone."))
     transcript = await run_acpx(tmp_path, fake_llm, work, "--deny-all", "exec", "Say bye", status=DENIED)
     assert (work / "greet.py").read_text(encoding="utf-8") == "print('hello')\n"
     assert transcript.calls("fs/write_text_file") == []
