@@ -1,6 +1,7 @@
 """Shared pytest configuration: async tests run on anyio's asyncio backend (litellm needs asyncio), no test
-touches the real user's config or data folders or keyring, every test under `tests/e2e/` is marked `e2e` (so the
-fast loop is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are cores."""
+touches the real user's config or data folders or keyring, every test under `tests/e2e/` and `tests/interop/` is
+marked `e2e` (so the fast loop is `pytest -m "not e2e"`), and `-n auto` starts one worker more than there are
+cores."""
 
 import os
 from pathlib import Path
@@ -13,13 +14,18 @@ pytest_plugins = ["tests.support.fake_llm"]
 
 
 E2E = Path(__file__).parent / "e2e"
+INTEROP = Path(__file__).parent / "interop"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that spawn the agent live in `tests/e2e/`: mark them all, whatever their module says."""
+    """Tests that spawn the agent live in `tests/e2e/` and `tests/interop/`: mark them all `e2e`, whatever their
+    module says; those driven by others' clients are also `interop`."""
     for item in items:
         if item.path.is_relative_to(E2E):
             item.add_marker(pytest.mark.e2e)
+        elif item.path.is_relative_to(INTEROP):
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.interop)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -72,6 +72,7 @@ def test_ci_run_is_made_of_steps_and_installs_what_the_tests_need() -> None:
         "mypy",
         "imports",
         "language-servers",
+        "interop-tools",
         "tests",
         "harbor",
     ]
