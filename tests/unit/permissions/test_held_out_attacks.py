@@ -1,0 +1,118 @@
+"""Bypasses a held-out attacker found in the policy, each tried for real against a workspace in `tmp_path`: a
+redirection on a function's definition (it writes whenever the function runs), npm's own option spellings (a
+long name shortened, one or three dashes), and files `sed -i`, `perl -i`, `split` and `csplit` write by naming
+them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.permissions.workspace import Workspace, make_workspace
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return make_workspace(tmp_path_factory)
+
+
+@pytest.mark.parametrize(
+    ("allow", "command"),
+    [
+        ("execute:ls", "ls() { command ls; } > {out}/x; ls"),
+        ("execute:ls", "ls() { command ls; } >> ~/.bashrc; ls"),
+        ("execute:echo", "function echo { builtin echo hi; } 2> {out}/x; echo hi"),
+        ("execute:echo", "f() ( echo hi ) &> {out}/x; f"),
+        ("execute:*", "f() { echo hi; } > {out}/x; f"),
+    ],
+)
+def test_a_redirection_on_a_function_definition_is_a_write(ws: Workspace, allow: str, command: str) -> None:
+    """bash applies a function definition's redirections each time the function runs: `f() { …; } > F` writes F."""
+    for mode in ("default", "full-auto"):
+        line = command.replace("{out}", str(ws.out))  # the braces of a function body are not a format field
+        verdict = ws.policy(mode, allow=(allow,)).decide(ws.action("execute", line))
+        assert verdict.decision == "ask", (mode, verdict)
+        assert "outside the workspace" in verdict.reason
+
+
+def test_a_redirection_on_a_function_definition_inside_the_workspace_is_still_allowed(ws: Workspace) -> None:
+    verdict = ws.policy("full-auto").decide(ws.action("execute", "f() { echo hi; } > out.txt; f"))
+    assert verdict.decision == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npm test --scr=/tmp/sh",  # npm expands a unique prefix (`--scr` is `--script-shell`)
+        "npm test --scr /tmp/sh",
+        "npm test -script-shell=/tmp/sh",  # one dash
+        "npm test -scr=/tmp/sh",
+        "npm test ---script-shell=/tmp/sh",  # three dashes
+        "npm test --node-o=--require=/tmp/x.js",
+        "npm test --userc=/tmp/npmrc",
+        "npm test --globalc=/tmp/npmrc",
+        "npm test --pref=/tmp",
+        "pnpm test --scr=/tmp/sh",
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="npm option spellings not read yet")
+def test_npm_options_in_every_spelling_npm_accepts_are_not_covered_by_a_prefix_rule(
+    ws: Workspace, command: str
+) -> None:
+    program = command.split()[0]
+    verdict = ws.policy(allow=(f"execute:{program} test",)).decide(ws.action("execute", command))
+    assert verdict.decision == "ask", verdict
+
+
+@pytest.mark.xfail(strict=True, reason="npm option spellings not read yet")
+def test_npm_abbreviated_script_shell_is_seen_by_a_deny_rule(ws: Workspace) -> None:
+    verdict = ws.policy("full-auto", deny=("execute:rm",)).decide(ws.action("execute", "npm test --scr='rm -rf x'"))
+    assert verdict.decision == "deny", verdict
+
+
+@pytest.mark.parametrize(
+    "command", ["npm test", "npm test -s", "npm test --silent", "npm test -- --watch", "npm run lint --if-present"]
+)
+def test_plain_npm_commands_are_still_covered(ws: Workspace, command: str) -> None:
+    allow = f"execute:npm {command.split()[1]}"
+    assert ws.policy(allow=(allow,)).decide(ws.action("execute", command)).decision == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -i s/a/b/ {out}/x",
+        "sed --in-place s/a/b/ {out}/x",
+        "sed -ni s/a/b/p {out}/x",
+        "sed -s -i -e s/a/b/ {out}/x",
+        "sed -i '/^#/d' src/a.py {out}/x",
+        "sed -i.bak -f script.sed {out}/x",
+        "gsed -i s/a/b/ {out}/x",
+        "perl -pi -e s/a/b/ {out}/x",
+        "perl -i.bak -pe s/a/b/ {out}/x",
+        "split a.txt {out}/pre",
+        "split -l 10 a.txt {out}/pre",
+        "csplit --prefix={out}/p a.txt 1",
+        "csplit -f {out}/p a.txt 1",
+        "csplit -f{out}/p a.txt 1",
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="sed -i, perl -i, split and csplit files not judged yet")
+def test_files_edited_in_place_or_split_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
+    verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
+    assert verdict.decision == "ask", verdict
+    assert "outside the workspace" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -i '/^#/d' src/a.py",
+        "sed -i -e 's|/etc|x|' src/a.py",
+        "perl -pi -e s/a/b/ src/a.py",
+        "split -l 10 src/a.py part_",
+        "csplit -f part_ src/a.py 1",
+        "sed -n p {out}/secret.txt",
+    ],
+)
+def test_in_place_edits_and_splits_inside_the_workspace_are_allowed_in_full_auto(ws: Workspace, command: str) -> None:
+    assert ws.policy("full-auto").decide(ws.action("execute", ws.fill(command))).decision == "allow"
