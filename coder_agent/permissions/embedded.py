@@ -52,6 +52,9 @@ GO = Syntax(
 )
 NODE_CONFIG = words("prefix userconfig globalconfig cwd use-yarnrc dir")
 NODE_CODE = words("git shell editor browser viewer call script-shell onload-script")
+NODE_NAMES = NODE_CONFIG | NODE_CODE | words("node-options node-gyp init-module")
+NODE_EXACT = words("global")
+"""npm options that are a prefix of one of `NODE_NAMES` but a name of their own (`--global`, not `--globalconfig`)."""
 ENV_COMMANDS = frozenset(
     {
         "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
@@ -252,15 +255,29 @@ def _cargo(argv: Sequence[str], found: Findings) -> None:
 
 
 def _node(argv: Sequence[str], found: Findings) -> None:
-    """npm, pnpm, yarn: options that run another folder's scripts, read another config, or name a program."""
+    """npm, pnpm, yarn: options that run another folder's scripts, read another config, or name a program. npm's
+    option parser (nopt) takes any number of leading dashes (`-script-shell`, `---script-shell`) and a long
+    name shortened to a unique prefix (`--scr` is `--script-shell`): a word that could be one of these names in
+    any such spelling counts as each of them."""
     for k, word in enumerate(argv[1:], start=1):
         head, eq, value = word.partition("=")
-        name = head.removeprefix("--")
-        if word.startswith("--") and name in NODE_CODE:
+        name = head.lstrip("-")
+        if word == "-C" or not word.startswith("-") or word == "--":
+            if word == "-C":
+                found.hide(f"{base_name(argv[0])} runs scripts or reads configuration from elsewhere")
+            continue
+        if len(name) < 2 and not word.startswith("--"):
+            continue  # a one-letter shorthand (`-s`, `-g`, `-w`)
+        names = {name} if name in NODE_NAMES else {n for n in NODE_NAMES if n.startswith(name) and name}
+        if not names or name in NODE_EXACT:
+            continue
+        if names & NODE_CODE:
             target = value if eq else argv[k + 1] if k + 1 < len(argv) else ""
             if target:
                 found.run(k if eq else k + 1, target)
-        elif (word.startswith("--") and name in NODE_CONFIG) or word == "-C":
+            else:
+                found.hide(f"{base_name(argv[0])} runs a program an option names")
+        if names - NODE_CODE:
             found.hide(f"{base_name(argv[0])} runs scripts or reads configuration from elsewhere")
 
 

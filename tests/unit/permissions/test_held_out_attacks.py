@@ -54,7 +54,6 @@ def test_a_redirection_on_a_function_definition_inside_the_workspace_is_still_al
         "pnpm test --scr=/tmp/sh",
     ],
 )
-@pytest.mark.xfail(strict=True, reason="npm option spellings not read yet")
 def test_npm_options_in_every_spelling_npm_accepts_are_not_covered_by_a_prefix_rule(
     ws: Workspace, command: str
 ) -> None:
@@ -63,7 +62,6 @@ def test_npm_options_in_every_spelling_npm_accepts_are_not_covered_by_a_prefix_r
     assert verdict.decision == "ask", verdict
 
 
-@pytest.mark.xfail(strict=True, reason="npm option spellings not read yet")
 def test_npm_abbreviated_script_shell_is_seen_by_a_deny_rule(ws: Workspace) -> None:
     verdict = ws.policy("full-auto", deny=("execute:rm",)).decide(ws.action("execute", "npm test --scr='rm -rf x'"))
     assert verdict.decision == "deny", verdict
