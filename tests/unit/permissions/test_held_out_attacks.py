@@ -1,7 +1,7 @@
 """Bypasses a held-out attacker found in the policy, each tried for real against a workspace in `tmp_path`: a
 redirection on a function's definition (it writes whenever the function runs), npm's own option spellings (a
-long name shortened, one or three dashes), and files `sed -i`, `perl -i`, `split` and `csplit` write by naming
-them."""
+long name shortened, one or three dashes), and files `sed -i`, `perl -i`, `split`, `csplit` and `find -delete`
+change by naming them."""
 
 from __future__ import annotations
 
@@ -92,9 +92,10 @@ def test_plain_npm_commands_are_still_covered(ws: Workspace, command: str) -> No
         "csplit --prefix={out}/p a.txt 1",
         "csplit -f {out}/p a.txt 1",
         "csplit -f{out}/p a.txt 1",
+        "find {out} -delete",
+        "find src {out} -name '*.pyc' -delete",
     ],
 )
-@pytest.mark.xfail(strict=True, reason="sed -i, perl -i, split and csplit files not judged yet")
 def test_files_edited_in_place_or_split_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
     verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
     assert verdict.decision == "ask", verdict
@@ -110,6 +111,8 @@ def test_files_edited_in_place_or_split_outside_the_workspace_ask_in_full_auto(w
         "split -l 10 src/a.py part_",
         "csplit -f part_ src/a.py 1",
         "sed -n p {out}/secret.txt",
+        "find . -name '*.pyc' -delete",
+        "find {out} -name x -print",
     ],
 )
 def test_in_place_edits_and_splits_inside_the_workspace_are_allowed_in_full_auto(ws: Workspace, command: str) -> None:
