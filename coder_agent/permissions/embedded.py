@@ -6,8 +6,9 @@ rule for `rm` catches `rm` inside `git -c alias.x='!rm f'`, `ssh -o ProxyCommand
 --checkpoint-action=exec='rm f'`, `zip -TT 'rm f'`, `sqlite3 db '.shell rm f'`, `vim -c '!rm f'`, `find -exec`),
 and what it runs that its words do not show is hidden (it asks when deny rules exist). Programs known here: git
 (`gitargs`), sed, awk, sqlite3 and vim (`scripts`), make, tar, zip, ssh/scp/sftp, rsync, less, man, go, cargo,
-npm/pnpm/yarn, pip, wget, curl, JavaScript tools' config files, find/fd; and for every program the long flags in
-`EXEC_FLAGS`. Every option is read in each spelling its program accepts (`options.scan`).
+npm/pnpm/yarn, pip, pytest (and `python -m pytest`: the files it writes), wget, curl, JavaScript tools' config
+files, find/fd; and for every program the long flags in `EXEC_FLAGS`. Every option is read in each spelling its
+program accepts (`options.scan`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ GO = Syntax(
     single_dash_values=words("exec toolexec vettool o C modfile overlay pgo ldflags gcflags asmflags gccgoflags tags"),
     abbreviate=False,
 )
+PYTEST = Syntax(
+    short_values="cpkmo",
+    long_values=words("override-ini config-file rootdir confcutdir"),
+    long_optional=words("debug"),
+    abbreviate=False,
+)
 NODE_CONFIG = words("prefix userconfig globalconfig cwd use-yarnrc dir")
 NODE_CODE = words("git shell editor browser viewer call script-shell onload-script")
 NODE_NAMES = NODE_CONFIG | NODE_CODE | words("node-options node-gyp init-module")
@@ -85,6 +92,8 @@ def inspect(argv: Sequence[str]) -> Findings:
     if any(word.partition("=")[0] in EXEC_FLAGS for word in argv[1:]):
         found.flagged = True
     reader = READERS.get(name)
+    if reader is None and re.fullmatch(r"python[0-9.]*", name):
+        _python_module(argv, found)
     if reader is None and name in MAKES:
         reader = _make
     elif reader is None and name in VIMS:
@@ -281,6 +290,34 @@ def _node(argv: Sequence[str], found: Findings) -> None:
             found.hide(f"{base_name(argv[0])} runs scripts or reads configuration from elsewhere")
 
 
+PYTEST_INI_WRITES = frozenset({"cache_dir", "log_file", "junit_logging_file"})
+
+
+def _pytest(argv: Sequence[str], found: Findings) -> None:
+    """pytest: `--debug=FILE` writes a debug log; `-o`/`--override-ini` of `cache_dir` or `log_file` writes there."""
+    options, _ = scan(argv, PYTEST)
+    for option in options:
+        if names_in(option, {"--debug"}) and option.value:
+            found.writes.append(option.value)
+        elif names_in(option, {"-o", "--override-ini"}) and option.value is not None:
+            key, _, value = option.value.partition("=")
+            if key.strip() in PYTEST_INI_WRITES:
+                found.writes.append(value)
+
+
+def _python_module(argv: Sequence[str], found: Findings) -> None:
+    """`python -m pytest …` (`-mpytest`, `-Bm pytest`): pytest's options, read as `pytest` reads them."""
+    for k, word in enumerate(argv[1:], start=1):
+        if not word.startswith("-"):
+            return  # a script: python's options are over
+        if (match := re.fullmatch(r"-[A-Za-z]*m(.*)", word)) is not None:
+            if match.group(1) == "pytest":
+                _pytest(argv[k:], found)
+            elif not match.group(1) and tuple(argv[k + 1 : k + 2]) == ("pytest",):
+                _pytest(argv[k + 1 :], found)
+            return
+
+
 def _pip(argv: Sequence[str], found: Findings) -> None:
     """pip install from a path outside the workspace runs that project's build code (inside it, the project's
     own code, like `make test`)."""
@@ -351,6 +388,7 @@ READERS: dict[str, Callable[[Sequence[str], Findings], None]] = {
     "sed": inspect_sed, "gsed": inspect_sed,
     "sqlite3": inspect_sqlite, "sqlite": inspect_sqlite,
     "find": _find, "fd": _find, "fdfind": _find,
+    "pytest": _pytest, "py.test": _pytest,
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), _declare),
     **dict.fromkeys(JS_CONFIG_TOOLS, _js_tool),
 }  # fmt: skip

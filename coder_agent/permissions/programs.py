@@ -54,7 +54,7 @@ EXEC_FLAGS = frozenset(
         "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
         "--script-shell", "--node-options", "--exec-path", "--unzip-command", "--rsh-command", "--info-script",
         "--new-volume-script", "--rmt-command", "--extcmd", "--use-askpass", "--toolexec", "--sendmail-cmd",
-        "--compress-program",
+        "--compress-program", "--hostname-bin",
     }
 )  # fmt: skip
 """Long flags that make any program run another command: like write flags, part of what the user approves

@@ -86,7 +86,6 @@ WRITERS: dict[str, tuple[Syntax, frozenset[str]]] = {
     "strace": (Syntax(short_values="abeEIoOpPsSuUX"), words("-o")),
     "ltrace": (Syntax(short_values="aAeEnolpsSuwx"), words("-o")),
     "less": (Syntax(short_values="bhjkoOpPtTxyz#D"), words("-o -O")),
-    "go": (Syntax(single_dash=words("o C"), single_dash_values=words("o C"), abbreviate=False), words("-o")),
     "javac": (
         Syntax(
             single_dash=words("d s h cp classpath sourcepath"),
@@ -114,6 +113,8 @@ def write_targets(argv: Sequence[str]) -> list[str]:
     name = base_name(argv[0])
     found: list[str] = []
     syntax, flags = WRITERS.get(name, (Syntax(abbreviate=False), frozenset()))
+    if name == "go":
+        return _go_writes(argv)
     if name == "git" and (sub := next((w for w in argv[1:] if not w.startswith("-")), "")) in GIT_WRITERS:
         syntax, flags = Syntax(short_values=GIT_WRITERS[sub]), frozenset({f"-{GIT_WRITERS[sub]}"})
     options, _ = scan(argv, dataclasses.replace(syntax, long_values=syntax.long_values | GENERIC_VALUES))
@@ -133,6 +134,22 @@ def write_targets(argv: Sequence[str]) -> list[str]:
             found.append(nxt)
         elif name == "find" and word == "-delete":
             found.append("")
+    return found
+
+
+GO_WRITE_FLAGS = words("o cpuprofile memprofile blockprofile mutexprofile coverprofile trace outputdir fuzzcachedir")
+"""go build/test flags (and the test binary's `-test.…` ones) whose value is a file or folder it writes."""
+
+
+def _go_writes(argv: Sequence[str]) -> list[str]:
+    """go's flag package: `-name=v`, `-name v`, one dash or two, never combined letters."""
+    found = []
+    for i, word in enumerate(argv[1:], start=1):
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        name, eq, value = word.lstrip("-").partition("=")
+        if name.removeprefix("test.") in GO_WRITE_FLAGS:
+            found.append(value if eq else argv[i + 1] if i + 1 < len(argv) else "")
     return found
 
 

@@ -117,3 +117,63 @@ def test_files_edited_in_place_or_split_outside_the_workspace_ask_in_full_auto(w
 )
 def test_in_place_edits_and_splits_inside_the_workspace_are_allowed_in_full_auto(ws: Workspace, command: str) -> None:
     assert ws.policy("full-auto").decide(ws.action("execute", ws.fill(command))).decision == "allow"
+
+
+@pytest.mark.parametrize(
+    ("allow", "command"),
+    [
+        ("execute:rg", "rg --hostname-bin=./x --hyperlink-format='file://{host}{path}' foo"),  # rg runs the program
+        ("execute:rg", "rg --hostname-bin ./x foo"),
+        ("execute:pytest", "pytest --debug=x.log"),
+        ("execute:pytest", "pytest -o cache_dir=c"),
+        ("execute:pytest", "pytest --override-ini=log_file=l"),
+        ("execute:pytest", "pytest -olog_file=l"),
+        ("execute:python -m pytest", "python -m pytest --debug=x.log"),
+        ("execute:python3 -m pytest", "python3 -m pytest -o cache_dir=c"),
+        ("execute:go test", "go test -trace=t.out"),
+        ("execute:go test", "go test --memprofile m.out"),
+        ("execute:go test", "go test -outputdir=d -cpuprofile=c.out"),
+    ],
+)
+def test_what_test_runners_and_rg_run_or_write_is_not_covered_by_a_prefix_rule(
+    ws: Workspace, allow: str, command: str
+) -> None:
+    assert ws.policy(allow=(allow,)).decide(ws.action("execute", command)).decision == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pytest --debug={out}/x.log",
+        "pytest -o cache_dir={out}/c",
+        "pytest --override-ini log_file={out}/l",
+        "python -m pytest -o cache_dir={out}/c",
+        "go test -trace={out}/t",
+        "go test -cpuprofile {out}/c",
+        "go test --blockprofile={out}/b",
+        "go test -outputdir={out} -cpuprofile=c",
+        "go test -coverprofile={out}/c",
+    ],
+)
+def test_files_test_runners_write_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
+    verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
+    assert verdict.decision == "ask", verdict
+    assert "outside the workspace" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("allow", "command"),
+    [
+        ("execute:pytest", "pytest -o xfail_strict=true -p no:cacheprovider"),
+        ("execute:pytest", "pytest -x tests/"),
+        ("execute:go test", "go test -race -count=1 ./..."),
+        ("execute:rg", "rg -n foo"),
+    ],
+)
+def test_plain_test_runs_are_still_covered(ws: Workspace, allow: str, command: str) -> None:
+    assert ws.policy(allow=(allow,)).decide(ws.action("execute", command)).decision == "allow"
+
+
+@pytest.mark.parametrize("command", ["python -mpytest --debug={out}/x", "python3 -Bm pytest -o cache_dir={out}/c"])
+def test_pytest_run_as_a_module_in_any_spelling_is_read_as_pytest(ws: Workspace, command: str) -> None:
+    assert ws.policy("full-auto").decide(ws.action("execute", ws.fill(command))).decision == "ask"
