@@ -177,3 +177,22 @@ def test_plain_test_runs_are_still_covered(ws: Workspace, allow: str, command: s
 @pytest.mark.parametrize("command", ["python -mpytest --debug={out}/x", "python3 -Bm pytest -o cache_dir={out}/c"])
 def test_pytest_run_as_a_module_in_any_spelling_is_read_as_pytest(ws: Workspace, command: str) -> None:
     assert ws.policy("full-auto").decide(ws.action("execute", ws.fill(command))).decision == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo hi > ~+/../outside/x",  # bash: `~+` is $PWD, so this is the folder beside the workspace
+        "echo hi > ~-/x",  # $OLDPWD: anywhere
+        "cp a ~+/../outside/x",
+        "touch ~+/../outside/x",
+        "echo hi > ~0/../outside/x",
+        "echo hi > ~+0/../outside/x",
+        "cd ~- && echo hi > x",
+        "cd ~+/.. && touch outside/x",
+    ],
+)
+def test_a_tilde_bash_reads_as_a_folder_of_its_own_asks(ws: Workspace, command: str) -> None:
+    for mode in ("full-auto", "default"):
+        verdict = ws.policy(mode, allow=("execute:*",)).decide(ws.action("execute", command))
+        assert verdict.decision == "ask", (mode, verdict)
