@@ -344,6 +344,7 @@ class _Walker:
         peeled = unwrap(values)
         if peeled.problem:
             self.problem(peeled.problem)
+        self.directories += peeled.directories  # `env -C DIR touch x` writes DIR/x
         for start, token in peeled.placeholders:
             words = [*words[:start], *(_Word(w.value, w.literal and token not in w.value) for w in words[start:])]
         code_words: set[int] = set()

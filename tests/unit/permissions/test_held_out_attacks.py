@@ -196,3 +196,24 @@ def test_a_tilde_bash_reads_as_a_folder_of_its_own_asks(ws: Workspace, command: 
     for mode in ("full-auto", "default"):
         verdict = ws.policy(mode, allow=("execute:*",)).decide(ws.action("execute", command))
         assert verdict.decision == "ask", (mode, verdict)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env -C {out} touch x",
+        "env --chdir={out} touch x",
+        "env -C{out} rm -rf x",
+        "env -C {out} sh -c 'echo hi > x'",
+        "sudo -D {out} touch x",
+        "sudo --chdir {out} touch x",
+    ],
+)
+def test_a_wrapper_that_changes_the_folder_is_followed_like_a_cd(ws: Workspace, command: str) -> None:
+    verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
+    assert verdict.decision == "ask", verdict
+    assert "outside the workspace" in verdict.reason
+
+
+def test_a_wrapper_that_changes_to_a_folder_inside_is_allowed(ws: Workspace) -> None:
+    assert ws.policy("full-auto").decide(ws.action("execute", "env -C src touch x")).decision == "allow"
