@@ -1,12 +1,14 @@
 """Bypasses a held-out attacker found in the policy, each tried for real against a workspace in `tmp_path`: a
 redirection on a function's definition (it writes whenever the function runs), npm's own option spellings (a
-long name shortened, one or three dashes), and files `sed -i`, `perl -i`, `split`, `csplit` and `find -delete`
-change by naming them."""
+long name shortened, one or three dashes), files `sed -i`, `perl -i`, `split`, `csplit` and `find -delete`
+change by naming them, what test runners write, a tilde bash reads as a folder, a wrapper's folder, and
+invisible characters in what a person is shown."""
 
 from __future__ import annotations
 
 import pytest
 
+from coder_agent.visible import visible
 from tests.unit.permissions.workspace import Workspace, make_workspace
 
 
@@ -217,3 +219,12 @@ def test_a_wrapper_that_changes_the_folder_is_followed_like_a_cd(ws: Workspace, 
 
 def test_a_wrapper_that_changes_to_a_folder_inside_is_allowed(ws: Workspace) -> None:
     assert ws.policy("full-auto").decide(ws.action("execute", "env -C src touch x")).decision == "allow"
+
+
+@pytest.mark.parametrize("hidden", ["\ufe0f", "\ufe00", "\U000e0100", "\U000e01ef", "\u180b", "\u2800"])
+def test_zero_width_variation_selectors_and_blanks_are_written_as_escapes(hidden: str) -> None:
+    """Variation selectors render as nothing and can carry a whole text unseen (one byte each): a title or command
+    holding them must not look like one without."""
+    shown = visible(f"rm -rf build{hidden * 3} x")
+    assert hidden not in shown
+    assert "\\u" in shown or "\\U" in shown
