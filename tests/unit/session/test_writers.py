@@ -67,4 +67,4 @@ def test_the_check_sees_a_write() -> None:
     """The check is not vacuous: with no owner allowed, it finds the manager's writes of the services."""
     nobody = {name: (fields, "nowhere") for name, (fields, _) in PARTS.items()}
     seen = {(module, target) for module, _, target, _ in writes(nobody)}
-    assert ("agent/manager.py", "services.mcp") in seen
+    assert ("agent/opening.py", "services.mcp") in seen
