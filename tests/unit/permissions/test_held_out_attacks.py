@@ -96,9 +96,24 @@ def test_plain_npm_commands_are_still_covered(ws: Workspace, command: str) -> No
         "csplit -f{out}/p a.txt 1",
         "find {out} -delete",
         "find src {out} -name '*.pyc' -delete",
+        "pytest --debug={out}/x.log",
+        "pytest -o cache_dir={out}/c",
+        "pytest --override-ini log_file={out}/l",
+        "python -m pytest -o cache_dir={out}/c",
+        "go test -trace={out}/t",
+        "go test -cpuprofile {out}/c",
+        "go test --blockprofile={out}/b",
+        "go test -outputdir={out} -cpuprofile=c",
+        "go test -coverprofile={out}/c",
+        "env -C {out} touch x",  # a wrapper that changes the folder is followed like a cd
+        "env --chdir={out} touch x",
+        "env -C{out} rm -rf x",
+        "env -C {out} sh -c 'echo hi > x'",
+        "sudo -D {out} touch x",
+        "sudo --chdir {out} touch x",
     ],
 )
-def test_files_edited_in_place_or_split_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
+def test_files_a_command_visibly_writes_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
     verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
     assert verdict.decision == "ask", verdict
     assert "outside the workspace" in verdict.reason
@@ -144,26 +159,6 @@ def test_what_test_runners_and_rg_run_or_write_is_not_covered_by_a_prefix_rule(
 
 
 @pytest.mark.parametrize(
-    "command",
-    [
-        "pytest --debug={out}/x.log",
-        "pytest -o cache_dir={out}/c",
-        "pytest --override-ini log_file={out}/l",
-        "python -m pytest -o cache_dir={out}/c",
-        "go test -trace={out}/t",
-        "go test -cpuprofile {out}/c",
-        "go test --blockprofile={out}/b",
-        "go test -outputdir={out} -cpuprofile=c",
-        "go test -coverprofile={out}/c",
-    ],
-)
-def test_files_test_runners_write_outside_the_workspace_ask_in_full_auto(ws: Workspace, command: str) -> None:
-    verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
-    assert verdict.decision == "ask", verdict
-    assert "outside the workspace" in verdict.reason
-
-
-@pytest.mark.parametrize(
     ("allow", "command"),
     [
         ("execute:pytest", "pytest -o xfail_strict=true -p no:cacheprovider"),
@@ -198,23 +193,6 @@ def test_a_tilde_bash_reads_as_a_folder_of_its_own_asks(ws: Workspace, command: 
     for mode in ("full-auto", "default"):
         verdict = ws.policy(mode, allow=("execute:*",)).decide(ws.action("execute", command))
         assert verdict.decision == "ask", (mode, verdict)
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        "env -C {out} touch x",
-        "env --chdir={out} touch x",
-        "env -C{out} rm -rf x",
-        "env -C {out} sh -c 'echo hi > x'",
-        "sudo -D {out} touch x",
-        "sudo --chdir {out} touch x",
-    ],
-)
-def test_a_wrapper_that_changes_the_folder_is_followed_like_a_cd(ws: Workspace, command: str) -> None:
-    verdict = ws.policy("full-auto").decide(ws.action("execute", ws.fill(command)))
-    assert verdict.decision == "ask", verdict
-    assert "outside the workspace" in verdict.reason
 
 
 def test_a_wrapper_that_changes_to_a_folder_inside_is_allowed(ws: Workspace) -> None:
