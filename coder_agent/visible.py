@@ -2,8 +2,9 @@
 
 A command, a title or a file's text may carry terminal escape sequences (erase a line, move the cursor,
 change colours to hide a tail), other control characters, and invisible or reordering Unicode (bidirectional
-overrides, zero-width characters, tag characters). Shown raw, a person approves something other than what
-runs. `visible` writes each such character as an escape (`\\x1b`, `\\u202e`); newlines and tabs stay.
+overrides, zero-width characters and variation selectors, tag characters). Shown raw, a person approves
+something other than what runs. `visible` writes each such character as an escape (`\\x1b`, `\\u202e`);
+newlines and tabs stay.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ __all__ = ["visible"]
 
 _PLAIN = re.compile(r"[\n\t\x20-\x7e]*")
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
-_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u17b4\u17b5")
-"""Fillers and joiners that render as nothing though Unicode does not call them format characters."""
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u17b4\u17b5\u2800\u180b\u180c\u180d\u180f")
+"""Fillers, joiners and blanks that render as nothing though Unicode does not call them format characters
+(the braille blank, Mongolian variation selectors)."""
+_VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+"""Zero-width marks that can carry any text unseen (one byte each); an emoji shown with one reads `\ufe0f`."""
 
 
 def visible(text: str) -> str:
@@ -29,7 +33,9 @@ def visible(text: str) -> str:
 def _hidden(char: str) -> bool:
     if char in "\n\t":
         return False
-    return unicodedata.category(char) in _HIDDEN_CATEGORIES or char in _INVISIBLE_LETTERS
+    if unicodedata.category(char) in _HIDDEN_CATEGORIES or char in _INVISIBLE_LETTERS:
+        return True
+    return any(low <= ord(char) <= high for low, high in _VARIATION_SELECTORS)
 
 
 def _escape(char: str) -> str:

@@ -6,8 +6,9 @@ rule for `rm` catches `rm` inside `git -c alias.x='!rm f'`, `ssh -o ProxyCommand
 --checkpoint-action=exec='rm f'`, `zip -TT 'rm f'`, `sqlite3 db '.shell rm f'`, `vim -c '!rm f'`, `find -exec`),
 and what it runs that its words do not show is hidden (it asks when deny rules exist). Programs known here: git
 (`gitargs`), sed, awk, sqlite3 and vim (`scripts`), make, tar, zip, ssh/scp/sftp, rsync, less, man, go, cargo,
-npm/pnpm/yarn, pip, wget, curl, JavaScript tools' config files, find/fd; and for every program the long flags in
-`EXEC_FLAGS`. Every option is read in each spelling its program accepts (`options.scan`).
+npm/pnpm/yarn, pip, pytest (and `python -m pytest`: the files it writes), wget, curl, JavaScript tools' config
+files, find/fd; and for every program the long flags in `EXEC_FLAGS`. Every option is read in each spelling its
+program accepts (`options.scan`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,17 @@ GO = Syntax(
     single_dash_values=words("exec toolexec vettool o C modfile overlay pgo ldflags gcflags asmflags gccgoflags tags"),
     abbreviate=False,
 )
+PYTEST = Syntax(
+    short_values="cpkmo",
+    long_values=words("override-ini config-file rootdir confcutdir"),
+    long_optional=words("debug"),
+    abbreviate=False,
+)
 NODE_CONFIG = words("prefix userconfig globalconfig cwd use-yarnrc dir")
 NODE_CODE = words("git shell editor browser viewer call script-shell onload-script")
+NODE_NAMES = NODE_CONFIG | NODE_CODE | words("node-options node-gyp init-module")
+NODE_EXACT = words("global")
+"""npm options that are a prefix of one of `NODE_NAMES` but a name of their own (`--global`, not `--globalconfig`)."""
 ENV_COMMANDS = frozenset(
     {
         "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
@@ -82,6 +92,8 @@ def inspect(argv: Sequence[str]) -> Findings:
     if any(word.partition("=")[0] in EXEC_FLAGS for word in argv[1:]):
         found.flagged = True
     reader = READERS.get(name)
+    if reader is None and re.fullmatch(r"python[0-9.]*", name):
+        _python_module(argv, found)
     if reader is None and name in MAKES:
         reader = _make
     elif reader is None and name in VIMS:
@@ -252,16 +264,58 @@ def _cargo(argv: Sequence[str], found: Findings) -> None:
 
 
 def _node(argv: Sequence[str], found: Findings) -> None:
-    """npm, pnpm, yarn: options that run another folder's scripts, read another config, or name a program."""
+    """npm, pnpm, yarn: options that run another folder's scripts, read another config, or name a program. npm's
+    option parser (nopt) takes any number of leading dashes (`-script-shell`, `---script-shell`) and a long
+    name shortened to a unique prefix (`--scr` is `--script-shell`): a word that could be one of these names in
+    any such spelling counts as each of them."""
     for k, word in enumerate(argv[1:], start=1):
         head, eq, value = word.partition("=")
-        name = head.removeprefix("--")
-        if word.startswith("--") and name in NODE_CODE:
+        name = head.lstrip("-")
+        if word == "-C" or not word.startswith("-") or word == "--":
+            if word == "-C":
+                found.hide(f"{base_name(argv[0])} runs scripts or reads configuration from elsewhere")
+            continue
+        if len(name) < 2 and not word.startswith("--"):
+            continue  # a one-letter shorthand (`-s`, `-g`, `-w`)
+        names = {name} if name in NODE_NAMES else {n for n in NODE_NAMES if n.startswith(name) and name}
+        if not names or name in NODE_EXACT:
+            continue
+        if names & NODE_CODE:
             target = value if eq else argv[k + 1] if k + 1 < len(argv) else ""
             if target:
                 found.run(k if eq else k + 1, target)
-        elif (word.startswith("--") and name in NODE_CONFIG) or word == "-C":
+            else:
+                found.hide(f"{base_name(argv[0])} runs a program an option names")
+        if names - NODE_CODE:
             found.hide(f"{base_name(argv[0])} runs scripts or reads configuration from elsewhere")
+
+
+PYTEST_INI_WRITES = frozenset({"cache_dir", "log_file", "junit_logging_file"})
+
+
+def _pytest(argv: Sequence[str], found: Findings) -> None:
+    """pytest: `--debug=FILE` writes a debug log; `-o`/`--override-ini` of `cache_dir` or `log_file` writes there."""
+    options, _ = scan(argv, PYTEST)
+    for option in options:
+        if names_in(option, {"--debug"}) and option.value:
+            found.writes.append(option.value)
+        elif names_in(option, {"-o", "--override-ini"}) and option.value is not None:
+            key, _, value = option.value.partition("=")
+            if key.strip() in PYTEST_INI_WRITES:
+                found.writes.append(value)
+
+
+def _python_module(argv: Sequence[str], found: Findings) -> None:
+    """`python -m pytest …` (`-mpytest`, `-Bm pytest`): pytest's options, read as `pytest` reads them."""
+    for k, word in enumerate(argv[1:], start=1):
+        if not word.startswith("-"):
+            return  # a script: python's options are over
+        if (match := re.fullmatch(r"-[A-Za-z]*m(.*)", word)) is not None:
+            if match.group(1) == "pytest":
+                _pytest(argv[k:], found)
+            elif not match.group(1) and tuple(argv[k + 1 : k + 2]) == ("pytest",):
+                _pytest(argv[k + 1 :], found)
+            return
 
 
 def _pip(argv: Sequence[str], found: Findings) -> None:
@@ -334,6 +388,7 @@ READERS: dict[str, Callable[[Sequence[str], Findings], None]] = {
     "sed": inspect_sed, "gsed": inspect_sed,
     "sqlite3": inspect_sqlite, "sqlite": inspect_sqlite,
     "find": _find, "fd": _find, "fdfind": _find,
+    "pytest": _pytest, "py.test": _pytest,
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), _declare),
     **dict.fromkeys(JS_CONFIG_TOOLS, _js_tool),
 }  # fmt: skip

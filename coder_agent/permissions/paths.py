@@ -27,9 +27,10 @@ MAX_DIRECTORIES = 4
 """`cd`s followed on one line; after more, a relative write may be anywhere."""
 UNKNOWN_FOLDER = "<a folder after cd>"
 EXPANDS = "<where the shell expands it>"
-EXPANDED = re.compile(r"[$`]|(?:^|/)\.[*?\[]")
-"""A target the shell expands to where the policy cannot tell: a variable, a substitution, or a glob that can
-match `..` (`.*`)."""
+EXPANDED = re.compile(r"[$`]|(?:^|/)\.[*?\[]|^~[+-]|^~[0-9]")
+"""A target the shell expands to where the policy cannot tell: a variable, a substitution, a glob that can
+match `..` (`.*`), or a tilde bash reads as a folder of its own (`~+` is `$PWD`, `~-` `$OLDPWD`, `~1` the folder
+stack's; `~+/../x` leaves the workspace)."""
 BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 """Brace expansion (`{/etc/x,y}`, `{1..3}`): more than one word."""
 MADE_ON_THE_LINE = "<a folder another command of the line makes>"
@@ -108,6 +109,8 @@ def command_writes(
     for folder in line.directories[:MAX_DIRECTORIES]:
         if folder is not None and cdpath and not folder.startswith(("/", "~", ".")):
             folder = None
+        if folder is not None and EXPANDED.match(folder) and folder.startswith("~"):
+            folder = None  # `cd ~-`, `cd ~+/..`
         if folder is None:
             bases.append(UNKNOWN_FOLDER)
             continue

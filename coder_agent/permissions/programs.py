@@ -54,7 +54,7 @@ EXEC_FLAGS = frozenset(
         "--init-file", "--rcfile", "--hook", "--ext-diff", "--textconv", "--filter", "--open-files-in-pager",
         "--script-shell", "--node-options", "--exec-path", "--unzip-command", "--rsh-command", "--info-script",
         "--new-volume-script", "--rmt-command", "--extcmd", "--use-askpass", "--toolexec", "--sendmail-cmd",
-        "--compress-program",
+        "--compress-program", "--hostname-bin",
     }
 )  # fmt: skip
 """Long flags that make any program run another command: like write flags, part of what the user approves
@@ -79,6 +79,8 @@ class Wrapper:
     """The command it runs when none is given (xargs runs echo)."""
     code_string: bool = False
     """The words after its options are joined into a shell command line (watch)."""
+    chdir: frozenset[str] = frozenset()
+    """Its own options whose value is the folder the command runs in (`env -C DIR`, `sudo -D DIR`)."""
 
 
 def _w(transparent: bool, takes: str = "", flags: str = "", **more: object) -> Wrapper:
@@ -101,7 +103,8 @@ WRAPPERS: dict[str, Wrapper] = {
     "timeout": _w(True, "-s --signal -k --kill-after", "--preserve-status --foreground -v --verbose", positionals=1),
     "time": _w(True, "-f --format -o --output", "-p -v --verbose --portability -a --append -q --quiet",
                writes=frozenset({"-o", "--output"})),
-    "env": _w(True, "-u --unset -C --chdir", "-i --ignore-environment -0 --null -v --debug -", assignments=True),
+    "env": _w(True, "-u --unset -C --chdir", "-i --ignore-environment -0 --null -v --debug -", assignments=True,
+              chdir=frozenset({"-C", "--chdir"})),
     "sudo": _w(
         False,
         "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type -U --other-user "
@@ -109,6 +112,7 @@ WRAPPERS: dict[str, Wrapper] = {
         "-A --askpass -b --background -E --preserve-env -H --set-home -k --reset-timestamp -K -n --non-interactive "
         "-P --preserve-groups -S --stdin -s --shell -i --login -B --bell -N --no-update",
         assignments=True,
+        chdir=frozenset({"-D", "--chdir"}),
     ),
     "doas": _w(False, "-u -C", "-n -s -L"),
     "pkexec": _w(False, "--user", "--disable-internal-agent --keep-cwd"),
@@ -171,6 +175,8 @@ class Unwrapped:
     """Files the wrappers' own options write."""
     placeholders: list[tuple[int, str]] = field(default_factory=list)
     """(index, token): from that word on, xargs replaces the token with its input (`xargs -I {}`)."""
+    directories: list[str] = field(default_factory=list)
+    """Folders the wrappers' own options run the command in (`env -C DIR`): relative files it writes are there."""
     problem: str | None = None
 
 
@@ -192,11 +198,15 @@ def is_assignment(word: str) -> bool:
     return re.match(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=", word) is not None
 
 
-def _options(words: Sequence[str], start: int, spec: Wrapper, name: str) -> tuple[int, bool, list[str], str | None]:
-    """Skip a wrapper's options from `start`; (index after them, whether any were given, files written, problem)."""
+def _options(
+    words: Sequence[str], start: int, spec: Wrapper, name: str, folders: list[str] | None = None
+) -> tuple[int, bool, list[str], str | None]:
+    """Skip a wrapper's options from `start`; (index after them, whether any were given, files written, problem).
+    The folders its options run the command in are added to `folders`."""
     i = start
     given = False
     writes: list[str] = []
+    folders = [] if folders is None else folders
     while i < len(words):
         word = words[i]
         if word == "--":
@@ -210,15 +220,18 @@ def _options(words: Sequence[str], start: int, spec: Wrapper, name: str) -> tupl
         head, eq, value = word.partition("=")
         if eq and head in spec.takes_value:
             writes += [value] if head in spec.writes else []
+            folders += [value] if head in spec.chdir else []
             i += 1
         elif word in spec.takes_value:
             if i + 1 >= len(words):
                 return i, given, writes, f"`{name} {word}` is missing its value"
             writes += [words[i + 1]] if word in spec.writes else []
+            folders += [words[i + 1]] if word in spec.chdir else []
             i += 2
         elif word in spec.flags or (name == "nice" and word[1:].isdigit()):
             i += 1
         elif not word.startswith("--") and word[:2] in spec.takes_value:
+            folders += [word[2:]] if word[:2] in spec.chdir else []
             i += 1  # a value attached to a short option: -n5, -oL
         elif name == "xargs" and word[:2] in ("-i", "-e", "-l"):
             i += 1  # xargs' optional attached values
@@ -312,7 +325,7 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
             start = i + 2 if pair in RUNNERS else i + 1
             spec = RUNNERS[pair] if pair in RUNNERS else FETCHING_RUNNERS.get(name) or WRAPPERS[name]
             out.layers.append(i)
-            after, given, writes, problem = _options(words, start, spec, name)
+            after, given, writes, problem = _options(words, start, spec, name, out.directories)
             if problem:
                 out.problem = problem
                 return out

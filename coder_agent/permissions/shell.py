@@ -210,6 +210,15 @@ class _Walker:
                         self.walk(child, depth, redirects + own)
             finally:
                 self.origin = saved
+        elif kind == "function_definition":
+            # `f() { …; } > F`: bash applies the definition's redirections each time f runs, so they are the
+            # body's writes (a call of f is not followed: the body is judged where it is written)
+            own = tuple(c for c in node.named_children if c.type.endswith("_redirect"))
+            for child in own:
+                self.redirect(child, depth)
+            for child in node.named_children:
+                if child not in own:
+                    self.walk(child, depth, redirects + own)
         elif kind == "command":
             self.command(node, depth, redirects)
         elif kind.endswith("_redirect"):
@@ -335,6 +344,7 @@ class _Walker:
         peeled = unwrap(values)
         if peeled.problem:
             self.problem(peeled.problem)
+        self.directories += peeled.directories  # `env -C DIR touch x` writes DIR/x
         for start, token in peeled.placeholders:
             words = [*words[:start], *(_Word(w.value, w.literal and token not in w.value) for w in words[start:])]
         code_words: set[int] = set()

@@ -86,7 +86,6 @@ WRITERS: dict[str, tuple[Syntax, frozenset[str]]] = {
     "strace": (Syntax(short_values="abeEIoOpPsSuUX"), words("-o")),
     "ltrace": (Syntax(short_values="aAeEnolpsSuwx"), words("-o")),
     "less": (Syntax(short_values="bhjkoOpPtTxyz#D"), words("-o -O")),
-    "go": (Syntax(single_dash=words("o C"), single_dash_values=words("o C"), abbreviate=False), words("-o")),
     "javac": (
         Syntax(
             single_dash=words("d s h cp classpath sourcepath"),
@@ -114,6 +113,8 @@ def write_targets(argv: Sequence[str]) -> list[str]:
     name = base_name(argv[0])
     found: list[str] = []
     syntax, flags = WRITERS.get(name, (Syntax(abbreviate=False), frozenset()))
+    if name == "go":
+        return _go_writes(argv)
     if name == "git" and (sub := next((w for w in argv[1:] if not w.startswith("-")), "")) in GIT_WRITERS:
         syntax, flags = Syntax(short_values=GIT_WRITERS[sub]), frozenset({f"-{GIT_WRITERS[sub]}"})
     options, _ = scan(argv, dataclasses.replace(syntax, long_values=syntax.long_values | GENERIC_VALUES))
@@ -133,6 +134,22 @@ def write_targets(argv: Sequence[str]) -> list[str]:
             found.append(nxt)
         elif name == "find" and word == "-delete":
             found.append("")
+    return found
+
+
+GO_WRITE_FLAGS = words("o cpuprofile memprofile blockprofile mutexprofile coverprofile trace outputdir fuzzcachedir")
+"""go build/test flags (and the test binary's `-test.…` ones) whose value is a file or folder it writes."""
+
+
+def _go_writes(argv: Sequence[str]) -> list[str]:
+    """go's flag package: `-name=v`, `-name v`, one dash or two, never combined letters."""
+    found = []
+    for i, word in enumerate(argv[1:], start=1):
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        name, eq, value = word.lstrip("-").partition("=")
+        if name.removeprefix("test.") in GO_WRITE_FLAGS:
+            found.append(value if eq else argv[i + 1] if i + 1 < len(argv) else "")
     return found
 
 
@@ -170,10 +187,13 @@ REMOTE = re.compile(r"[^/]*:")
 
 
 def file_operands(argv: Sequence[str]) -> list[str]:
-    """The files a command changes by naming them as operands (`rm x`, `cp a DEST`, `tar -x -C DIR`)."""
+    """The files a command changes by naming them as operands (`rm x`, `cp a DEST`, `tar -x -C DIR`, `sed -i … F`,
+    `split F PREFIX`, the start points of `find … -delete`)."""
     name = base_name(argv[0]) if argv else ""
     if name in ("tar", "gtar", "bsdtar"):
         return _tar_writes(argv)
+    if name in EDITORS_IN_PLACE:
+        return EDITORS_IN_PLACE[name](argv)
     spec = _OPERANDS.get(name)
     if spec is None:
         return []
@@ -222,3 +242,81 @@ def tar_old_style(argv: Sequence[str]) -> list[str]:
 def is_write_flag(word: str) -> bool:
     """A flag that writes a file or runs another command: never covered by a word-prefix rule."""
     return word.partition("=")[0] in GENERIC_WRITE_FLAGS or word.partition("=")[0] in EXEC_FLAGS
+
+
+SED = Syntax(
+    short_values="efl", short_optional="i",
+    long_values=words("expression file line-length"), long_optional=words("in-place"),
+    long_known=words("quiet silent debug posix regexp-extended separate sandbox unbuffered null-data follow-symlinks"),
+)  # fmt: skip
+SPLIT = Syntax(
+    short_values="abClnt",
+    long_values=words("suffix-length additional-suffix bytes line-bytes lines number separator filter"),
+    long_optional=words("numeric-suffixes hex-suffixes"),
+)
+CSPLIT = Syntax(short_values="bfn", long_values=words("suffix-format prefix digits"))
+
+
+def _sed(argv: Sequence[str]) -> list[str]:
+    """`sed -i` edits its input files: the operands after the script (the first operand, without `-e`/`-f`)."""
+    options, operands = scan(argv, SED)
+    if not any(names_in(o, {"-i", "--in-place"}) for o in options):
+        return []
+    scripted = any(names_in(o, {"-e", "--expression", "-f", "--file"}) for o in options)
+    return [argv[k] for k in operands[0 if scripted else 1 :]]
+
+
+def _perl(argv: Sequence[str]) -> list[str]:
+    """`perl -i` edits the files named after its script (perl's switches end at the first operand; `-i`, `-e` and
+    the switches with a value take the rest of their word)."""
+    i, in_place, scripted = 1, False, False
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        for k in range(1, len(word)):
+            letter = word[k]
+            if letter in "eE":
+                scripted = True
+                i += 1 if k + 1 == len(word) else 0  # the code is the next word, or the rest of this one
+                break
+            if letter == "i":
+                in_place = True
+                break
+            if letter in "0CdDFIlmMx":
+                break
+        i += 1
+    operands = list(argv[i:])
+    return (operands if scripted else operands[1:]) if in_place else []
+
+
+def _split(argv: Sequence[str]) -> list[str]:
+    """`split [FILE [PREFIX]]`: the files it writes start with PREFIX."""
+    _, operands = scan(argv, SPLIT)
+    return [argv[k] for k in operands[1:2]]
+
+
+def _csplit(argv: Sequence[str]) -> list[str]:
+    """`csplit -f PREFIX`: the files it writes start with PREFIX."""
+    options, _ = scan(argv, CSPLIT)
+    return [o.value for o in options if names_in(o, {"-f", "--prefix"}) and o.value is not None]
+
+
+def _find(argv: Sequence[str]) -> list[str]:
+    """`find START… -delete` removes what it finds under its start points."""
+    if "-delete" not in argv[1:]:
+        return []
+    starts = []
+    for word in argv[1:]:
+        if word.startswith("-") or word in ("(", "!", ","):
+            break
+        starts.append(word)
+    return starts or ["."]
+
+
+EDITORS_IN_PLACE = {
+    "sed": _sed, "gsed": _sed, "perl": _perl, "split": _split, "gsplit": _split, "csplit": _csplit,
+    "gcsplit": _csplit, "find": _find,
+}  # fmt: skip
+"""Programs whose changed files are found by a reader of their own (in-place editors, splitters, `find -delete`)."""
