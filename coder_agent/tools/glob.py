@@ -14,7 +14,7 @@ from coder_agent.tools.tool import BuiltinTool, Params, PathText
 
 
 class GlobParams(Params):
-    pattern: str = Field(description='A glob such as "**/*.py" or "src/**/test_*.ts".')
+    pattern: PathText = Field(description='A glob such as "**/*.py" or "src/**/test_*.ts".')
     path: PathText | None = Field(default=None, description="The folder to search (default: the working directory).")
 
 

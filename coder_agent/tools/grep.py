@@ -18,7 +18,7 @@ class GrepParams(Params):
     path: PathText | None = Field(
         default=None, description="A file or folder to search (default: the working directory)."
     )
-    glob: str | None = Field(default=None, description='Only files matching this glob, e.g. "*.py".')
+    glob: PathText | None = Field(default=None, description='Only files matching this glob, e.g. "*.py".')
     ignore_case: bool = Field(default=False, description="Match case-insensitively.")
     output_mode: Literal["files_with_matches", "content", "count"] = Field(
         default="files_with_matches",
