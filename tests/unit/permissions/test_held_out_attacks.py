@@ -44,16 +44,16 @@ def test_a_redirection_on_a_function_definition_inside_the_workspace_is_still_al
 @pytest.mark.parametrize(
     "command",
     [
-        "npm test --scr=/tmp/sh",  # npm expands a unique prefix (`--scr` is `--script-shell`)
-        "npm test --scr /tmp/sh",
-        "npm test -script-shell=/tmp/sh",  # one dash
-        "npm test -scr=/tmp/sh",
-        "npm test ---script-shell=/tmp/sh",  # three dashes
-        "npm test --node-o=--require=/tmp/x.js",
-        "npm test --userc=/tmp/npmrc",
-        "npm test --globalc=/tmp/npmrc",
+        "npm test --scr=/srv/drop/sh",  # npm expands a unique prefix (`--scr` is `--script-shell`)
+        "npm test --scr /srv/drop/sh",
+        "npm test -script-shell=/srv/drop/sh",  # one dash
+        "npm test -scr=/srv/drop/sh",
+        "npm test ---script-shell=/srv/drop/sh",  # three dashes
+        "npm test --node-o=--require=/srv/drop/x.js",
+        "npm test --userc=/srv/drop/npmrc",
+        "npm test --globalc=/srv/drop/npmrc",
         "npm test --pref=/tmp",
-        "pnpm test --scr=/tmp/sh",
+        "pnpm test --scr=/srv/drop/sh",
     ],
 )
 def test_npm_options_in_every_spelling_npm_accepts_are_not_covered_by_a_prefix_rule(

@@ -182,10 +182,10 @@ def test_the_seatbelt_profile_orders_its_rules_so_the_right_one_wins() -> None:
     spec = {
         "home": ["/Users/u"],
         "read": ["/Users/u/.rustup"],
-        "deny": ["/Users/u/.ssh", "/T/sessions", "/Users/u/work/secret"],
-        "write": ["/Users/u/work", "/T/sessions/mine/tmp"],
-        "protect": ["/Users/u/work/.git/hooks"],
-        "pin": ["/Users/u/work/.git"],
+        "deny": ["/Users/u/.ssh", "/T/sessions", "/Users/u/project/secret"],
+        "write": ["/Users/u/project", "/T/sessions/mine/tmp"],
+        "protect": ["/Users/u/project/.git/hooks"],
+        "pin": ["/Users/u/project/.git"],
     }
     text, params = seatbelt.profile(spec, proxy=False)
     rules = _rules(text)
@@ -199,7 +199,7 @@ def test_the_seatbelt_profile_orders_its_rules_so_the_right_one_wins() -> None:
         "(deny file-write* (literal PIN))",  # the .git folder itself: not renamed away, not removed
         "(deny file-read* file-write* (subpath DENYIN))",  # a kept-out path inside a writable place stays out
     ]
-    assert params["DENYIN0"] == "/Users/u/work/secret" and params["PIN0"] == "/Users/u/work/.git"
+    assert params["DENYIN0"] == "/Users/u/project/secret" and params["PIN0"] == "/Users/u/project/.git"
 
 
 def test_no_path_of_any_kind_is_spliced_into_the_profile() -> None:
