@@ -64,7 +64,7 @@ ENVIRON = {
     "TWINE_PASSWORD": "pypi-0123456789abcdef",
     "GPG_PASSPHRASE": "correct horse battery",
     "SESSION_COOKIE": "sid=0123456789abcdef",
-    "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.123",
+    "SSH_AUTH_SOCK": "/run/user/1000/ssh-XXXX/agent.123",
     "GOOGLE_CREDENTIALS_FILE": "/home/u/creds.json",
     "DATABASE_URL": "postgres://app:s3cret-pass@db.internal/app",
     "UV_INDEX_URL": "https://user:pass@pypi.example.com/simple",
