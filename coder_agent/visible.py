@@ -20,14 +20,23 @@ _INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u17b4\u17b5\u2800
 """Fillers, joiners and blanks that render as nothing though Unicode does not call them format characters
 (the braille blank, Mongolian variation selectors)."""
 _VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
-"""Zero-width marks that can carry any text unseen (one byte each); an emoji shown with one reads `\ufe0f`."""
+"""Zero-width marks that can carry any text unseen (one byte each)."""
+_PRESENTATION = frozenset("\ufe0e\ufe0f")
+"""The text and emoji presentation selectors: one right after a symbol is how an emoji is written (`⚠️`), and
+alone it can carry no text; any other, or a second one, is escaped."""
 
 
 def visible(text: str) -> str:
     """`text` with control, format, private-use, unassigned and separator characters written as escapes."""
     if _PLAIN.fullmatch(text):
         return text
-    return "".join(_escape(char) if _hidden(char) else char for char in text)
+    shown = []
+    before = ""
+    for char in text:
+        emoji = char in _PRESENTATION and before != "" and unicodedata.category(before) == "So"
+        shown.append(_escape(char) if _hidden(char) and not emoji else char)
+        before = char
+    return "".join(shown)
 
 
 def _hidden(char: str) -> bool:

@@ -206,3 +206,11 @@ def test_zero_width_variation_selectors_and_blanks_are_written_as_escapes(hidden
     shown = visible(f"rm -rf build{hidden * 3} x")
     assert hidden not in shown
     assert "\\u" in shown or "\\U" in shown
+
+
+def test_an_emoji_keeps_its_presentation_selector_and_a_run_of_them_is_still_escaped() -> None:
+    assert visible("echo \u26a0\ufe0f done") == "echo \u26a0\ufe0f done"
+    assert visible("\u2764\ufe0e") == "\u2764\ufe0e"
+    shown = visible("echo \u26a0\ufe0f\ufe0f\ufe0f x")
+    assert shown == "echo \u26a0\ufe0f\\ufe0f\\ufe0f x", "one after the symbol; the ones after it carry text"
+    assert visible("a\ufe0f") == "a\\ufe0f"
