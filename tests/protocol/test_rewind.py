@@ -48,6 +48,19 @@ def three_turns() -> ScriptedModel:
     )
 
 
+def editing_agent(tmp_path: Path, model: ScriptedModel, store: SessionStore | None = None) -> Any:
+    """An agent in full-auto whose scripted edits go unchecked (its check before finishing off), with an editor."""
+    return scripted_agent(
+        tmp_path,
+        model,
+        capabilities=CAPABILITIES,
+        editor=True,
+        store=store,
+        default_mode="full-auto",
+        check_before_finishing=False,
+    )
+
+
 def files(work: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(work.iterdir()) if p.is_file()}
 
@@ -81,15 +94,7 @@ async def test_rewinding_to_before_the_second_prompt_restores_files_and_conversa
     (work / "keep.txt").write_text("untouched\n")
     model = three_turns()
     store = SessionStore(tmp_path / "store")
-    async with scripted_agent(
-        tmp_path,
-        model,
-        capabilities=CAPABILITIES,
-        editor=True,
-        store=store,
-        default_mode="full-auto",
-        check_before_finishing=False,
-    ) as (client, session, _):
+    async with editing_agent(tmp_path, model, store) as (client, session, _):
         first, second, third = await prompts(client, session, "create a", "edit a, create b", "edit a, delete gone")
         before_second = {"a.txt": "one\n", "gone.txt": "bye\n", "keep.txt": "untouched\n"}
         after_third = files(work)
@@ -145,15 +150,7 @@ async def test_session_load_after_a_rewind_replays_one_turn(tmp_path: Path) -> N
     (work / "gone.txt").write_text("bye\n")
     model = three_turns()
     store = SessionStore(tmp_path / "store")
-    async with scripted_agent(
-        tmp_path,
-        model,
-        capabilities=CAPABILITIES,
-        editor=True,
-        store=store,
-        default_mode="full-auto",
-        check_before_finishing=False,
-    ) as (client, session, _):
+    async with editing_agent(tmp_path, model, store) as (client, session, _):
         _, second, _ = await prompts(client, session, "create a", "edit a, create b", "edit a, delete gone")
         await client.request("_session/rewind", rewind(session, second, mode="both"))
     async with scripted_agent(tmp_path, model, capabilities=CAPABILITIES, store=store, open_session=False) as (
@@ -171,13 +168,7 @@ async def test_a_file_the_user_changed_is_reported_not_overwritten(tmp_path: Pat
     work.mkdir()
     (work / "gone.txt").write_text("bye\n")
     model = three_turns()
-    async with scripted_agent(
-        tmp_path, model, capabilities=CAPABILITIES, editor=True, default_mode="full-auto", check_before_finishing=False
-    ) as (
-        client,
-        session,
-        _,
-    ):
+    async with editing_agent(tmp_path, model) as (client, session, _):
         _, second, _ = await prompts(client, session, "create a", "edit a, create b", "edit a, delete gone")
         (work / "a.txt").write_text("the user's own\n")
         asked = await client.request("_session/rewind", rewind(session, second, mode="both"))
