@@ -341,12 +341,25 @@ class WalledReader:
 _readers: weakref.WeakKeyDictionary[CommandSandbox, WalledReader] = weakref.WeakKeyDictionary()
 
 
-def run_sync(args: Sequence[str], *, root: Path, cwd: Path, input: bytes | None = None, timeout: float) -> bytes:
+def run_sync(
+    args: Sequence[str],
+    *,
+    root: Path,
+    cwd: Path,
+    input: bytes | None = None,
+    timeout: float,
+    blanked: Sequence[tuple[str, str]] = (),
+    env: Mapping[str, str] | None = None,
+    group: bool = False,
+) -> bytes:
     """`git args` in `cwd` (inside the repository at `root`) from a blocking caller, outside any walls (see the
-    module docstring): its stdout. GitFailed naming the command and git's own words when it fails."""
+    module docstring): its stdout. `blanked` adds overrides after `OVERRIDES`, `env` variables on top of the
+    environment; `group` runs it in a process group of its own (a git that starts gits). GitFailed naming the
+    command and git's own words when it fails."""
     argv = [program(root), "--no-pager", *args]
+    full = {**environment(root, blanked), **(env or {})}
     try:
-        done = process.run_sync(argv, cwd=cwd, env=environment(root), input=input, timeout=timeout, group=False)
+        done = process.run_sync(argv, cwd=cwd, env=full, input=input, timeout=timeout, group=group)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitFailed(f"git {args[0]} failed in {cwd}: {exc}") from None
     if done.returncode != 0:

@@ -20,11 +20,10 @@ folder, where no sandboxed command may.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from coder_agent import own_git, process
+from coder_agent import own_git
 from coder_agent.own_git import GitFailed
 
 __all__ = ["IDENTITY", "GitFailed", "git", "installed"]
@@ -77,13 +76,9 @@ def _run(
     blanked: Sequence[tuple[str, str]],
     timeout: float,
 ) -> bytes:
-    full = {**own_git.environment(root, [*EXTRA_OVERRIDES, *blanked]), **EXTRA_ENVIRONMENT, **env}
-    argv = [own_git.program(root), "--no-pager", *args]
-    try:
-        done = process.run_sync(argv, cwd=cwd, env=full, input=input, timeout=timeout)  # a group: it starts gits
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitFailed(f"git {args[0]} failed in {cwd}: {exc}") from None
-    if done.returncode != 0:
-        said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise GitFailed(f"git {args[0]} failed in {cwd}: {said[-1] if said else f'exit status {done.returncode}'}")
-    return done.stdout
+    overrides = [*EXTRA_OVERRIDES, *blanked]
+    extra = {**EXTRA_ENVIRONMENT, **env}
+    # in a group of its own: a worktree's checkout starts gits
+    return own_git.run_sync(
+        args, root=root, cwd=cwd, input=input, timeout=timeout, blanked=overrides, env=extra, group=True
+    )
