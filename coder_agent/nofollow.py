@@ -86,6 +86,13 @@ def open_file(real: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def leaf(path: Path) -> Path:
+    """`path` with the folders that lead to it resolved and its last part as named: what `open_file` and `read_bytes`
+    take for a file that must itself not be a symlink (or a named pipe) though its folder may be reached through
+    one."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
 def read_bytes(real: Path) -> bytes:
     with open_file(real) as handle:
         return handle.read()

@@ -18,7 +18,8 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+
+from coder_agent import nofollow
 
 FICLONE = 0x40049409
 """Linux's ioctl that makes a file share another's blocks (btrfs, XFS, bcachefs, overlay on them)."""
@@ -145,17 +146,6 @@ def _listing(root: Path) -> dict[str, os.stat_result]:
     return found
 
 
-def _open_regular(path: Path) -> BinaryIO:
-    """`path` opened for reading if it is still a regular file (never waiting on a named pipe swapped in since it was
-    listed, never following a symlink there); OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
 def _differ(old_path: Path, old: os.stat_result, new_path: Path, new: os.stat_result) -> bool:
     if stat.S_IFMT(old.st_mode) != stat.S_IFMT(new.st_mode):
         return True
@@ -166,7 +156,10 @@ def _differ(old_path: Path, old: os.stat_result, new_path: Path, new: os.stat_re
     if old.st_mtime_ns == new.st_mtime_ns or not stat.S_ISREG(old.st_mode):  # a named pipe or device: not read
         return False
     try:
-        with _open_regular(old_path) as first, _open_regular(new_path) as second:
+        with (
+            nofollow.open_file(nofollow.leaf(old_path)) as first,
+            nofollow.open_file(nofollow.leaf(new_path)) as second,
+        ):
             while True:
                 one, two = first.read(1 << 20), second.read(1 << 20)
                 if one != two:

@@ -284,7 +284,7 @@ def _copy_index(root: Path, target: Path) -> None:
     where = git(["rev-parse", "--git-path", "index"], root=root).decode().strip()
     index = Path(where) if os.path.isabs(where) else root / where
     try:  # commands write the index: a symlink or named pipe put there is not followed, nor waited on
-        data = nofollow.read_bytes(Path(os.path.realpath(index.parent)) / index.name)
+        data = nofollow.read_bytes(nofollow.leaf(index))
     except FileNotFoundError:
         return
     except OSError as exc:

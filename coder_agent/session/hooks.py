@@ -34,7 +34,6 @@ import datetime
 import fnmatch
 import json
 import logging
-import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -284,7 +283,7 @@ def _text_of(path: Path) -> str | None:
     """The file's text, or None: a path that is not a regular file (a named pipe something swapped in) is not waited
     on, and its last part is not followed."""
     try:
-        return nofollow.read_bytes(Path(os.path.realpath(path.parent)) / path.name).decode("utf-8")
+        return nofollow.read_bytes(nofollow.leaf(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
